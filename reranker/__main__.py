@@ -1,0 +1,45 @@
+"""`python -m reranker <stage> [options]`: every stage of the suite from the command line.
+
+Each stage module has a `main(argv)`; `python -m reranker <stage> --help` lists its options.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+STAGES = {
+    "collections": "export a collection's docs, topics and qrels; dataset statistics",
+    "index": "build a Lucene index with pyserini",
+    "retrieve": "BM25 and BM25+RM3 TREC runs",
+    "segment": "split a run's top-K documents into sentences or word passages",
+    "train": "fine-tune a BERT relevance classifier",
+    "score": "score (query, unit) pairs with a checkpoint, cached and resumable",
+    "fuse": "Birch's cross-validated fusion and aggregation baselines",
+    "evaluate": "evaluate runs with ir_measures, per query",
+    "tables": "experiment tables with significance marks",
+}
+
+
+def usage() -> str:
+    width = max(map(len, STAGES))
+    lines = ["usage: python -m reranker <stage> [options]", "", "stages:"]
+    lines += [f"  {name:<{width}}  {about}" for name, about in STAGES.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(usage())
+        return 0
+    stage, rest = argv[0], argv[1:]
+    if stage not in STAGES:
+        print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"reranker.{stage}")
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
