@@ -1,0 +1,69 @@
+"""Test configuration: offline caches and a tiny but real model.
+
+The offline mirrors default to `../shared` beside the checkout (this workplace's layout); set
+IR_DATASETS_MIRROR, HF_HOME and BIRCH_DATA to use others. ir_datasets writes derived files beside
+its sources, so the mirror is copied into a writable cache first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+def _default(name: str, value: Path) -> None:
+    if not os.environ.get(name) and value.exists():
+        os.environ[name] = str(value)
+
+
+_default("IR_DATASETS_MIRROR", SHARED / "ir_datasets")
+_default("HF_HOME", SHARED / "hf_home")
+_default("BIRCH_DATA", SHARED / "data")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("OPENAI_API_KEY", "not-used-by-birch-repro")
+if not os.environ.get("IR_DATASETS_HOME"):
+    os.environ["IR_DATASETS_HOME"] = str(REPO / ".cache" / "ir_datasets")
+
+
+def _fill_ir_datasets_cache() -> None:
+    mirror = os.environ.get("IR_DATASETS_MIRROR")
+    home = Path(os.environ["IR_DATASETS_HOME"])
+    if mirror and Path(mirror).exists():
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(mirror, home, dirs_exist_ok=True,
+                        ignore=lambda d, names: [n for n in names if (home / Path(d).relative_to(mirror) / n).is_file()])
+
+
+_fill_ir_datasets_cache()
+
+TINY_BASE = "sentence-transformers/all-MiniLM-L6-v2"
+TINY_LAYERS = 2
+
+
+@pytest.fixture(scope="session")
+def birch_data() -> Path:
+    path = Path(os.environ.get("BIRCH_DATA", REPO / "data"))
+    if not path.exists():
+        pytest.skip(f"BIRCH_DATA ({path}) is absent")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """The first 2 layers of all-MiniLM-L6-v2 with a seeded two-way head, saved in HF format."""
+    from reranker.models import load_classifier, write_meta
+
+    classifier = load_classifier(TINY_BASE, num_layers=TINY_LAYERS, seed=0)
+    out = tmp_path_factory.mktemp("tiny-minilm")
+    classifier.model.save_pretrained(out)
+    classifier.tokenizer.save_pretrained(out)
+    write_meta(out, {"head": classifier.head, "relevant_index": classifier.relevant_index,
+                     "base": TINY_BASE, "num_layers": TINY_LAYERS})
+    return out
