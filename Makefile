@@ -1,0 +1,46 @@
+# Two commands for a fresh machine (see README): `make run` and `make test`.
+# Both set up the environment first; the set-up is idempotent and costs seconds once done.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= all
+
+# Offline mirrors: ir_datasets writes derived files beside its sources, so a read-only mirror
+# (IR_DATASETS_MIRROR) is copied into a writable cache (IR_DATASETS_HOME) first.
+ifdef IR_DATASETS_MIRROR
+export IR_DATASETS_HOME ?= $(CURDIR)/.cache/ir_datasets
+endif
+export TOKENIZERS_PARALLELISM ?= false
+export OPENAI_API_KEY ?= not-used-by-birch-repro
+
+.PHONY: setup run test quick benchmarks dry-run clean-work
+
+setup: $(STAMP)
+ifdef IR_DATASETS_MIRROR
+	@mkdir -p "$(IR_DATASETS_HOME)" && cp -rn "$(IR_DATASETS_MIRROR)"/. "$(IR_DATASETS_HOME)"/
+endif
+
+# torch first, from its pinned CPU build: an unpinned resolve would pull several GB of CUDA wheels.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench]"
+	@touch $(STAMP)
+
+run: setup  ## the main job: every table of the default configuration
+	$(BIN)/snakemake --cores $(CORES)
+
+test: setup  ## the test suite, including the quick profile of the DAG
+	$(BIN)/python -m pytest
+
+quick: setup
+	$(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/quick
+
+benchmarks: setup
+	$(BIN)/python benchmarks/score_throughput.py
+	$(BIN)/python benchmarks/fusion_cv.py
+
+dry-run: setup
+	$(BIN)/snakemake -n

@@ -1,0 +1,268 @@
+"""Experiment tables (Markdown, CSV, LaTeX) with significance marks, in the spirit of PyTerrier's.
+
+A table is rows of systems against column groups (collections) of measures. Each cell may carry a
+mark: `†` means p < 0.05 in a two-sided paired t-test against the baseline row of its group.
+Tables are written from saved evaluations (reranker.evaluate JSON), never from typed numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reranker.evaluate import Evaluation, load, paired_ttest
+
+SIGNIFICANT = "†"
+MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
+
+
+@dataclass
+class Table:
+    """Rows x (group, measure) cells; `marks` holds significance marks per cell."""
+
+    caption: str
+    groups: list[str]
+    measures: list[str]
+    rows: list[str] = field(default_factory=list)
+    cells: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: str, group: str, measure: str, value: float, mark: str = "") -> None:
+        if row not in self.rows:
+            self.rows.append(row)
+        self.cells[(row, group, measure)] = value
+        if mark:
+            self.marks[(row, group, measure)] = mark
+
+    def text(self, row: str, group: str, measure: str) -> str:
+        value = self.cells.get((row, group, measure))
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        return f"{value:.4f}{self.marks.get((row, group, measure), '')}"
+
+    def best(self, group: str, measure: str) -> str | None:
+        scored = [(self.cells[(r, group, measure)], r) for r in self.rows if (r, group, measure) in self.cells]
+        return max(scored)[1] if scored else None
+
+    def to_markdown(self) -> str:
+        label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
+        header = ["System"] + [f"{g} {label(m)}" if len(self.groups) > 1 else label(m)
+                               for g in self.groups for m in self.measures]
+        lines = [f"**{self.caption}**", "", "| " + " | ".join(header) + " |",
+                 "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        for row in self.rows:
+            cells = []
+            for g in self.groups:
+                for m in self.measures:
+                    text = self.text(row, g, m)
+                    cells.append(f"**{text}**" if self.best(g, m) == row and text != "–" else text)
+            lines.append("| " + " | ".join([row] + cells) + " |")
+        lines += [""] + [f"{note}  " for note in self.notes]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_csv(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["system", "collection", "measure", "value", "significant"])
+        for row in self.rows:
+            for g in self.groups:
+                for m in self.measures:
+                    if (row, g, m) in self.cells:
+                        writer.writerow([row, g, m, f"{self.cells[(row, g, m)]:.6f}",
+                                         int(bool(self.marks.get((row, g, m))))])
+        return buffer.getvalue()
+
+    def to_latex(self) -> str:
+        label = lambda m: MEASURE_LABELS.get(m, m).replace("@", "@")  # noqa: E731
+        spec = "l" + "r" * (len(self.groups) * len(self.measures))
+        lines = ["\\begin{table}", "\\centering", f"\\caption{{{_tex(self.caption)}}}", f"\\begin{{tabular}}{{{spec}}}",
+                 "\\toprule"]
+        if len(self.groups) > 1:
+            lines.append(" & " + " & ".join(f"\\multicolumn{{{len(self.measures)}}}{{c}}{{{_tex(g)}}}" for g in self.groups) + " \\\\")
+        lines.append("System & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.measures) + " \\\\")
+        lines.append("\\midrule")
+        for row in self.rows:
+            cells = []
+            for g in self.groups:
+                for m in self.measures:
+                    text = self.text(row, g, m).replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
+                    cells.append(f"\\textbf{{{text}}}" if self.best(g, m) == row and text != "--" else text)
+            lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        if self.notes:
+            lines.append("\\par\\footnotesize " + _tex(" ".join(self.notes)).replace(SIGNIFICANT, "$^\\dagger$"))
+        lines += ["\\end{table}"]
+        return "\n".join(lines) + "\n"
+
+    def numbers(self) -> dict:
+        """Every number of the table, for storing under results/ and comparing in tests."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for (row, g, m), value in self.cells.items():
+            out.setdefault(g, {}).setdefault(row, {})[m] = value
+        return out
+
+    def write(self, stem: str | os.PathLike, formats: Sequence[str] = ("md", "csv")) -> list[Path]:
+        stem = Path(stem)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        written = []
+        for fmt in formats:
+            path = stem.with_suffix(f".{fmt}")
+            text = {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex}[fmt]()
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+            written.append(path)
+        return written
+
+
+def _tex(text: str) -> str:
+    for char, escaped in (("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"), ("→", "$\\rightarrow$")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
+               baseline: Evaluation | None = None, alpha: float = 0.05) -> None:
+    """Add one system's aggregate values; mark cells that differ from `baseline` at p < alpha."""
+    for measure in table.measures:
+        if measure not in evaluation.aggregate:
+            continue
+        mark = ""
+        if baseline is not None and measure in baseline.per_query:
+            _, p, _ = paired_ttest(evaluation.per_query[measure], baseline.per_query[measure])
+            mark = SIGNIFICANT if p < alpha else ""
+        table.add(row, group, measure, evaluation.aggregate[measure], mark)
+
+
+def stats_table(stats: Mapping[str, Mapping[str, float]], caption: str) -> Table:
+    """Dataset statistics: one row per collection."""
+    columns = ["docs", "queries", "judged_queries", "qrels", "mean_relevant_per_query", "mean_doc_length_words"]
+    table = Table(caption, ["statistics"], columns)
+    for collection, values in stats.items():
+        for column in columns:
+            if values.get(column) is not None:
+                table.add(collection, "statistics", column, float(values[column]))
+    return table
+
+
+def stats_markdown(table: Table) -> str:
+    """Counts as integers, means with two decimals."""
+    header = ["Collection", "Docs", "Queries", "Judged queries", "Qrels", "Rel./query", "Doc length (words)"]
+    lines = [f"**{table.caption}**", "", "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for row in table.rows:
+        cells = []
+        for column in table.measures:
+            value = table.cells.get((row, "statistics", column))
+            cells.append("–" if value is None else (f"{value:.2f}" if column.startswith("mean") else f"{int(value)}"))
+        lines.append("| " + " | ".join([row] + cells) + " |")
+    return "\n".join(lines + [""] + [f"{note}  " for note in table.notes]).rstrip() + "\n"
+
+
+def load_evaluations(paths: Mapping[str, str | os.PathLike]) -> dict[str, Evaluation]:
+    return {name: load(path) for name, path in paths.items()}
+
+
+def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping) -> None:
+    """Store a table's numbers with what produced them (command, commit, versions, checksums)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()},
+                              indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
+    """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
+    import hashlib
+    import subprocess
+    from importlib import metadata
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return "unknown"
+
+    versions = {}
+    for package in ("birch-repro", "torch", "transformers", "pyserini", "ir_datasets", "ir-measures", "snakemake", "pysbd"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    checksums = {}
+    for path in inputs:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        checksums[str(path)] = digest.hexdigest()[:16]
+    record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
+              "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+              "versions": versions, "inputs_sha256": checksums}
+    record.update(extra or {})
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker tables",
+                                     description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
+    sub = parser.add_subparsers(dest="kind", required=True)
+    results = sub.add_parser("results", help="systems x collections x measures, with significance marks")
+    results.add_argument("--eval", nargs="+", required=True, metavar="COLLECTION:SYSTEM:EVAL.json",
+                         help="one saved evaluation per cell group and row")
+    results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
+    results.add_argument("--measures", nargs="+", default=["AP@1000", "P@20", "nDCG@20"])
+    stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
+    stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
+    for command in (results, stats):
+        command.add_argument("--caption", default="")
+        command.add_argument("--note", action="append", default=[], help="a line under the table")
+        command.add_argument("--out", required=True, help="output path without suffix")
+        command.add_argument("--formats", nargs="+", default=["md", "csv"])
+        command.add_argument("--numbers", help="also store every number with its provenance (JSON)")
+        command.add_argument("--command", default="", help="the command that produced the table, for provenance")
+    args = parser.parse_args(argv)
+
+    inputs: list[str] = []
+    if args.kind == "results":
+        entries = []
+        for spec in args.eval:
+            group, row, path = spec.split(":", 2)
+            evaluation = load(path)
+            entries.append((group, row, evaluation))
+            inputs += [path] + [p for p in evaluation.source.values() if Path(p).exists()]
+        groups = list(dict.fromkeys(g for g, _, _ in entries))
+        table = Table(args.caption, groups, args.measures)
+        baselines = {g: e for g, r, e in entries if r == args.baseline_row}
+        for group, row, evaluation in entries:
+            add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None)
+        if args.baseline_row:
+            table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}.")
+    else:
+        collected = {}
+        for spec in args.stats:
+            group, path = spec.split(":", 1)
+            collected[group] = json.loads(Path(path).read_text())
+            inputs.append(path)
+        table = stats_table(collected, args.caption)
+    table.notes += args.note
+    written = table.write(args.out, [f for f in args.formats if not (args.kind == "stats" and f == "md")])
+    if args.kind == "stats" and "md" in args.formats:
+        md = Path(args.out).with_suffix(".md")
+        md.write_text(stats_markdown(table), encoding="utf-8")
+        written.append(md)
+    if args.numbers:
+        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs))))
+        written.append(Path(args.numbers))
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,1 @@
+# Segmentation, fine-tuning, scoring and fusion rules (Birch's neural half).
