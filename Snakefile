@@ -12,6 +12,9 @@ configfile: "workflow/config/config.yaml"
 
 validate(config, "workflow/schemas/config.schema.yaml")
 
+# Used with --use-singularity / --sdm apptainer; build it from containers/ (see README).
+container: config["container"]
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/collections.smk"

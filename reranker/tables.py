@@ -180,6 +180,44 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping) ->
     os.replace(tmp, path)
 
 
+def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
+                                path: str | os.PathLike, measure: str = "AP@1000") -> dict[str, str]:
+    """Per collection, the best row's per-query `measure` minus the baseline's, sorted: where it helps and hurts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys(g for g, _, _ in entries))
+    best: dict[str, tuple[str, Evaluation]] = {}
+    baselines: dict[str, Evaluation] = {}
+    for group, row, evaluation in entries:
+        if row == baseline_row:
+            baselines[group] = evaluation
+        elif group not in best or evaluation.aggregate[measure] > best[group][1].aggregate[measure]:
+            best[group] = (row, evaluation)
+    groups = [g for g in groups if g in best and g in baselines]
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(4.2 * max(len(groups), 1), 3.4), squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        row, evaluation = best[group]
+        base = baselines[group].per_query[measure]
+        deltas = sorted(evaluation.per_query[measure][q] - base[q] for q in base if q in evaluation.per_query[measure])
+        colours = ["#2b8cbe" if d > 0 else "#e34a33" if d < 0 else "#999999" for d in deltas]
+        ax.bar(range(len(deltas)), deltas, width=1.0, color=colours)
+        ax.axhline(0, color="black", linewidth=0.6)
+        wins, losses = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
+        ax.set_title(f"{group}\n{row}", fontsize=9)
+        ax.set_xlabel(f"queries (sorted); {wins} better, {losses} worse", fontsize=8)
+        ax.set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} - {baseline_row}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return {group: best[group][0] for group in groups}
+
+
 def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
     """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
     import hashlib
@@ -221,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
                          help="one saved evaluation per cell group and row")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
     results.add_argument("--measures", nargs="+", default=["AP@1000", "P@20", "nDCG@20"])
+    results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
+    results.add_argument("--meta", nargs="*", default=[],
+                         help="score/checkpoint meta JSON files whose model fingerprints go into the provenance")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
     stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
     for command in (results, stats):
@@ -247,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None)
         if args.baseline_row:
             table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}.")
+        if args.figure:
+            chosen = per_query_difference_figure(entries, args.baseline_row, args.figure)
+            table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
+                               f"{Path(args.figure).name}.")
     else:
         collected = {}
         for spec in args.stats:
@@ -261,7 +306,14 @@ def main(argv: list[str] | None = None) -> int:
         md.write_text(stats_markdown(table), encoding="utf-8")
         written.append(md)
     if args.numbers:
-        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs))))
+        extra = {}
+        if getattr(args, "meta", None):
+            models = {}
+            for path in args.meta:
+                meta = json.loads(Path(path).read_text())
+                models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
+            extra["models"] = models
+        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra))
         written.append(Path(args.numbers))
     for path in written:
         print(path)

@@ -1,4 +1,5 @@
 # Shared names and helpers. Rules stay thin: each calls one `python -m reranker <stage>`.
+import shlex
 import sys
 from pathlib import Path
 

@@ -18,7 +18,7 @@ rule baselines_table:
         csv=f"{RESULTS}/tables/baselines.csv",
         numbers=f"{RESULTS}/numbers/baselines.json",
     params:
-        specs=" ".join(
+        specs=" ".join(shlex.quote(spec) for spec in
             [f"{SLUG_TO_ID[s]}:{RUN_LABELS[m]}:{WORK}/eval/{s}/{m}.json" for s in BASELINE_SLUGS for m in BASE_RUNS]
             + [f"{SLUG_TO_ID[s]}:{RUN_LABELS['provided']}:{WORK}/eval/{s}/provided.json" for s in PROVIDED_SLUGS]
         ),
@@ -52,3 +52,65 @@ rule dataset_stats_table:
         "{PY} -m reranker tables stats --stats {params.specs} --caption 'Dataset statistics'"
         " --note 'Judged queries have at least one qrels line; relevant = grade >= the collection relevant_min_grade (default 1); doc length counts title + text words.'"
         " --out {params.out} --numbers {output.numbers} --command 'snakemake --cores all' > /dev/null"
+
+
+METHOD_LABELS = {"firstp": "FirstP", "maxp": "MaxP", "sump": "SumP", "meanp": "MeanP"}
+
+
+def birch_rows():
+    """(row label, run name, checkpoint) of the main table, in order."""
+    rows = [(RUN_LABELS[FIRST_STAGE], FIRST_STAGE, None)]
+    for name in BIRCH_CHECKPOINTS:
+        rows += [(f"{checkpoint_label(name)} {n}S", f"birch.{name}.{n}S", name) for n in TOP_N]
+    if PASSAGE_CHECKPOINT:
+        for unit in UNITS:
+            rows += [(f"{METHOD_LABELS[m]} over {unit}, {checkpoint_label(PASSAGE_CHECKPOINT)}",
+                      f"{m}.{PASSAGE_CHECKPOINT}.{unit}", PASSAGE_CHECKPOINT) for m in AGGREGATION]
+    return rows
+
+
+def birch_cells():
+    """(collection slug, row label, run name) for every cell that exists: no checkpoint on its own training data."""
+    return [(s, label, run) for s in TARGET_SLUGS for label, run, name in birch_rows()
+            if name is None or applies_to(name, SLUG_TO_ID[s])]
+
+
+def birch_caption():
+    models = ", ".join(f"{checkpoint_label(c)} = {hub_model(c)} fine-tuned on {' → '.join(checkpoint_entry(c)['train_on'])}"
+                       for c in BIRCH_CHECKPOINTS if checkpoint_entry(c)["source"] == "finetune")
+    return (f"Birch on open collections, cross-domain (no checkpoint is trained on a collection it is evaluated on). "
+            f"{RUN_LABELS[FIRST_STAGE]} top {K} documents reranked, the rest kept in order; sentences by pysbd, "
+            f"max length {SEGMENT.get('max_length', 128)} tokens; {models}. a, w2, w3 chosen by 5-fold CV on AP "
+            f"(folds in {RESULTS}/folds/). Chosen to fit the default run in 60 minutes on 2 CPU cores.")
+
+
+if TARGET_SLUGS:
+    TABLES.append(f"{RESULTS}/tables/birch_main.md")
+
+    rule birch_main_table:
+        input:
+            evals=lambda w: [f"{WORK}/eval/{s}/{run}.json" for s, _, run in birch_cells()],
+            meta=lambda w: [f"{WORK}/scores/{s}/{c}/{FIRST_STAGE}.k{K}.sentences.tsv.meta.json"
+                            for s in TARGET_SLUGS for c in BIRCH_CHECKPOINTS if applies_to(c, SLUG_TO_ID[s])],
+            folds=[f"{WORK}/folds/{s}.json" for s in TARGET_SLUGS],
+        output:
+            md=f"{RESULTS}/tables/birch_main.md",
+            csv=f"{RESULTS}/tables/birch_main.csv",
+            tex=f"{RESULTS}/tables/birch_main.tex",
+            figure=f"{RESULTS}/figures/birch_main_per_query_ap.png",
+            numbers=f"{RESULTS}/numbers/birch_main.json",
+            folds=[f"{RESULTS}/folds/{s}.json" for s in TARGET_SLUGS],
+        params:
+            specs=lambda w: " ".join(shlex.quote(f"{SLUG_TO_ID[s]}:{label}:{WORK}/eval/{s}/{run}.json") for s, label, run in birch_cells()),
+            baseline=RUN_LABELS[FIRST_STAGE],
+            caption=birch_caption(),
+            measures=" ".join(MEASURES),
+            out=f"{RESULTS}/tables/birch_main",
+            fusion=f"{WORK}/fusion",
+        shell:
+            "mkdir -p {RESULTS}/folds {RESULTS}/fusion && cp {input.folds} {RESULTS}/folds/"
+            " && cp -r {params.fusion}/. {RESULTS}/fusion/"
+            " && {PY} -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
+            " --measures {params.measures} --caption {params.caption:q} --formats md csv tex"
+            " --figure {output.figure} --meta {input.meta} --out {params.out} --numbers {output.numbers}"
+            " --command 'snakemake --cores all' > /dev/null"
