@@ -152,7 +152,8 @@ rule score:
         run=f"{WORK}/runs/{{collection}}/{FIRST_STAGE}.run",
         topics=f"{WORK}/collections/{{collection}}/topics.tsv",
     output:
-        f"{WORK}/scores/{{collection}}/{{checkpoint}}/{FIRST_STAGE}.k{K}.{{unit}}.tsv",
+        scores=f"{WORK}/scores/{{collection}}/{{checkpoint}}/{FIRST_STAGE}.k{K}.{{unit}}.tsv",
+        meta=f"{WORK}/scores/{{collection}}/{{checkpoint}}/{FIRST_STAGE}.k{K}.{{unit}}.tsv.meta.json",
     params:
         ref=lambda w: checkpoint_ref(w.checkpoint),
         hf=lambda w: hf_flags(w.checkpoint),
@@ -167,7 +168,7 @@ rule score:
         "{PY} -m reranker score --checkpoint {params.ref} {params.hf} --segments {input.segments}"
         " --run {input.run} --topics {input.topics} --candidates {K} --kind {params.kind}"
         " --batch-size {params.batch} --precision {params.precision} --device {params.device}"
-        " --cache {WORK}/cache/scores --out {output} 2> {log}"
+        " --cache {WORK}/cache/scores --out {output.scores} 2> {log}"
 
 
 rule fuse_birch:
