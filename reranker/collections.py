@@ -1,0 +1,650 @@
+"""Collections by config id: documents, queries and qrels through one interface, plus CV folds.
+
+    from reranker.collections import load_collection
+    cacm = load_collection("cacm")   # its registry entry, ${BIRCH_DATA} expanded
+    cacm.queries()["1"]              # 'What articles exist which deal with TSS (Time Sharing System), ...'
+    len(cacm.judged_qids())          # 52
+    next(cacm.docs_iter())           # Doc(doc_id='1', title='Preliminary Report-International ...', text='')
+
+Two sources (workflow/config/collections.yaml): `ir_datasets` (an ir_datasets id, optionally with
+local NIST topics / TREC qrels files) and `smart` (the classic SMART tagged files, plain or inside
+a tar.gz). Run-only collections (licensed documents) give queries, qrels and a provided run.
+
+Folds are written as JSON `{fold: [test qids]}` (fold names "1".."k"); later stages read them
+with `read_folds`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import random
+import re
+import sys
+import tarfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from tqdm import tqdm
+
+from reranker import trec
+from reranker.config import ConfigError, collection_config, load_config
+from reranker.trec import FormatError, Qrels, qid_order
+
+Folds = dict[str, list[str]]  # fold name -> test qids
+
+
+class Doc(NamedTuple):
+    doc_id: str
+    title: str
+    text: str  # without the title
+
+
+class DocumentsUnavailableError(RuntimeError):
+    """The documents of a collection cannot be read here (licensed, not provided)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+
+
+_TAG = re.compile(r"<!--.*?-->|<[A-Za-z/!?][^<>]*>", re.DOTALL)  # not "a < b > c"
+
+
+def strip_markup(text: str) -> str:
+    """Remove HTML/SGML tags and comments, decode entities, collapse whitespace."""
+    return " ".join(html.unescape(_TAG.sub(" ", text)).split())
+
+
+def _normalise_id(raw: str) -> str:
+    """SMART ids with and without leading zeros name the same record (CACM qrels `01` is `.I 1`)."""
+    return str(int(raw)) if raw.isdigit() else raw
+
+
+# ---------------------------------------------------------------------------------------------
+# SMART files
+
+
+class SmartRecord(NamedTuple):
+    id: str
+    line_no: int  # of the `.I` line
+    fields: dict[str, str]  # marker letter -> text
+
+
+_MARKER = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
+
+
+def read_smart_records(lines: Iterable[str], source: str) -> Iterator[SmartRecord]:
+    """Parse SMART tagged records: `.I id`, then `.T`, `.A`, `.W`, `.X`, ... fields.
+
+    Records without any field (CACM's query file ends with an empty `.I 0`) are skipped.
+    """
+    record_id, record_line, fields, marker = None, 0, {}, None
+    seen: set[str] = set()
+    for line_no, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        match = _MARKER.match(line)
+        if match and match.group(1) == "I":
+            if record_id is not None and fields:
+                yield SmartRecord(record_id, record_line, _joined(fields))
+            raw_id = (match.group(2) or "").strip()
+            if not raw_id or len(raw_id.split()) != 1:
+                raise FormatError(source, line_no, f"a record starts with `.I <id>`, found {line!r}")
+            record_id, record_line, fields, marker = _normalise_id(raw_id), line_no, {}, None
+            if record_id in seen:
+                raise FormatError(source, line_no, f"record {record_id} appears twice")
+            seen.add(record_id)
+        elif record_id is None:
+            if line.strip():
+                raise FormatError(source, line_no, f"text before the first `.I <id>` line: {line[:60]!r}")
+        elif match:
+            marker = match.group(1)
+            fields.setdefault(marker, [])
+            if match.group(2):
+                fields[marker].append(match.group(2))
+        elif marker is None:
+            if line.strip():
+                raise FormatError(source, line_no, f"text after `.I {record_id}` before any field marker")
+        else:
+            fields[marker].append(line)
+    if record_id is not None and fields:
+        yield SmartRecord(record_id, record_line, _joined(fields))
+
+
+def _joined(fields: dict[str, list[str]]) -> dict[str, str]:
+    return {marker: "\n".join(lines) for marker, lines in fields.items()}
+
+
+def read_smart_qrels(lines: Iterable[str], source: str) -> Qrels:
+    """SMART relevance files: `qid docid ...` per line, every pair relevant (grade 1)."""
+    qrels: Qrels = {}
+    for line_no, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+            raise FormatError(source, line_no, f"a SMART qrels line starts with two numeric ids `qid docid`, found {line.strip()!r}")
+        qrels.setdefault(_normalise_id(fields[0]), {})[_normalise_id(fields[1])] = 1
+    return qrels
+
+
+# ---------------------------------------------------------------------------------------------
+# Collections
+
+
+class Collection(ABC):
+    """One collection of the registry. Build it with `load_collection` or `collection_from_entry`."""
+
+    def __init__(self, entry: Mapping[str, Any]):
+        self.entry = dict(entry)
+        self.id: str = self.entry["id"]
+        self._queries: dict[str, str] | None = None
+        self._qrels: Qrels | None = None
+
+    @property
+    def run_only(self) -> bool:
+        return bool(self.entry.get("run_only", False))
+
+    @property
+    def relevant_min_grade(self) -> int:
+        return int(self.entry.get("relevant_min_grade", 1))
+
+    @property
+    def run_path(self) -> Path | None:
+        return Path(self.entry["run"]) if self.entry.get("run") else None
+
+    def check_files(self) -> None:
+        """Fail at once, naming the file, what it is and where it goes, if a needed file is missing."""
+        for key in self._file_descriptions():
+            self._require(key)
+
+    def docs_iter(self) -> Iterator[Doc]:
+        if self.run_only:
+            raise DocumentsUnavailableError(f"{self.id} is run-only: {self._licence_note()}")
+        return self._docs()
+
+    def docs_count(self) -> int | None:
+        """The number of documents, when known without reading them all."""
+        return None
+
+    def queries(self) -> dict[str, str]:
+        if self._queries is None:
+            self._queries = self._read_queries()
+        return self._queries
+
+    def qrels(self) -> Qrels:
+        if self._qrels is None:
+            self._qrels = self._read_qrels()
+        return self._qrels
+
+    def judged_qids(self) -> list[str]:
+        """Queries with at least one qrels line, in qid order."""
+        qrels = self.qrels()
+        return qid_order(q for q in self.queries() if qrels.get(q))
+
+    def folds(self) -> Folds | None:
+        """The collection's own folds (`folds:` in its entry), checked against its queries."""
+        spec = self.entry.get("folds")
+        if not spec:
+            return None
+        path = self._require_path(spec["file"], "folds.file", f"the {spec['format']}-format folds file")
+        folds = load_folds(spec)
+        unknown = sorted(set().union(*folds.values()) - set(self.queries()))
+        if unknown:
+            raise FormatError(path, None, f"{len(unknown)} fold qids are not queries of {self.id}: {', '.join(unknown[:10])}")
+        return folds
+
+    # -- for subclasses --
+
+    @abstractmethod
+    def _files(self) -> dict[str, str]:
+        """Entry key -> description of the local files the entry names for docs, queries and qrels."""
+
+    @abstractmethod
+    def _docs(self) -> Iterator[Doc]: ...
+
+    @abstractmethod
+    def _read_queries(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _read_qrels(self) -> Qrels: ...
+
+    def _licence_note(self) -> str:
+        return ("its documents are not used; queries, qrels and the provided run are. "
+                f"Set `run_only: false` for {self.id} in workflow/config/collections.yaml once you have them")
+
+    def _file_descriptions(self) -> dict[str, str]:
+        run = {"run": "the provided TREC run"} if self.run_path is not None else {}
+        return {**self._files(), **run}
+
+    def _require(self, key: str) -> Path:
+        return self._require_path(self.entry[key], key, self._file_descriptions()[key])
+
+    def _require_path(self, path: str | os.PathLike, key: str, what: str) -> Path:
+        path = Path(path)
+        if path.exists():
+            return path
+        birch_data = Path(os.environ.get("BIRCH_DATA") or "data")
+        if path.is_relative_to(birch_data) and path != birch_data:
+            top = path.relative_to(birch_data).parts[0]
+            where = f"put it there or set BIRCH_DATA to the folder that holds {top}/"
+        else:
+            where = f"put it there or change `{key}` of {self.id} in workflow/config/collections.yaml"
+        raise FileNotFoundError(f"{self.id} needs {path} ({what}); {where}")
+
+
+class IrDatasetsCollection(Collection):
+    """Documents, queries and qrels through ir_datasets; local topics/qrels files override its own."""
+
+    _TOPIC_FIELDS = {"title": "title", "desc": "description", "narr": "narrative", "text": "text"}
+
+    @property
+    def dataset_id(self) -> str:
+        return self.entry["dataset"]
+
+    @cached_property
+    def dataset(self):
+        import ir_datasets
+
+        return ir_datasets.load(self.dataset_id)
+
+    def docs_count(self) -> int | None:
+        return None if self.run_only else self.dataset.docs_count()
+
+    @property
+    def _topics_field(self) -> str:
+        """The field of local NIST topics used as the query."""
+        field = self.entry.get("query_field")
+        return field if field in {"title", "desc", "narr"} else "title"
+
+    def _files(self) -> dict[str, str]:
+        files = {}
+        if self.entry.get("queries"):
+            files["queries"] = f"the NIST topics file; <{self._topics_field}> is the query"
+        if self.entry.get("qrels"):
+            files["qrels"] = "the TREC qrels file"
+        return files
+
+    def _docs(self) -> Iterator[Doc]:
+        try:
+            for record in self.dataset.docs_iter():
+                yield self._doc(record)
+        except FileNotFoundError as error:
+            expected = error.filename or (error.args[0] if error.args else "?")
+            obtain = "They are licensed: obtain" if self.entry.get("licensed") else "Obtain"
+            raise DocumentsUnavailableError(
+                f"{self.id}: ir_datasets cannot find the documents of {self.dataset_id} at {expected}. "
+                f"{obtain} them (see {self._access_url()}) and put them there (IR_DATASETS_HOME sets the "
+                f"folder), or set `run_only: true` for {self.id} to use its queries, qrels and run only") from error
+
+    def _doc(self, record) -> Doc:
+        # Field names differ by dataset: title/text, title/body (disks45, WaPo), headline/body (NYT).
+        title = getattr(record, "title", None) or getattr(record, "headline", None) or ""
+        text = getattr(record, "text", None) or getattr(record, "body", None) or ""
+        if self.entry.get("title_in_text") and title:
+            # Cranfield's text repeats the title's lines (twice with typos), so cut lines, not a prefix.
+            text = "\n".join(text.split("\n")[len(title.split("\n")):])
+        return Doc(record.doc_id, strip_markup(title), strip_markup(text))
+
+    def _read_queries(self) -> dict[str, str]:
+        if self.entry.get("queries"):
+            return trec.read_trec_topics(self._require("queries"), self._topics_field)
+        fields = self.dataset.queries_cls()._fields
+        field = self.entry.get("query_field")
+        attribute = self._TOPIC_FIELDS[field] if field else "text" if "text" in fields else "title"
+        if attribute not in fields:
+            raise ConfigError(f"{self.id}: query_field {field!r}, but the queries of {self.dataset_id} "
+                              f"have the fields {', '.join(fields)}")
+        return {query.query_id: " ".join(getattr(query, attribute).split()) for query in self.dataset.queries_iter()}
+
+    def _read_qrels(self) -> Qrels:
+        if self.entry.get("qrels"):
+            return trec.read_qrels(self._require("qrels"))
+        qrels: Qrels = {}
+        for qrel in self.dataset.qrels_iter():
+            qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
+        return qrels
+
+    def _licence_note(self) -> str:
+        return (f"its documents (ir_datasets {self.dataset_id}) are licensed and not used here. If you hold "
+                f"them, put them where ir_datasets looks under IR_DATASETS_HOME (see {self._access_url()}) "
+                f"and set `run_only: false` for {self.id} in workflow/config/collections.yaml")
+
+    def _access_url(self) -> str:
+        return f"https://ir-datasets.com/{self.dataset_id.split('/')[0]}.html#DataAccess"
+
+
+class SmartCollection(Collection):
+    """The classic SMART test collections: documents .T (title) and .W (text), queries .W."""
+
+    @property
+    def archive(self) -> Path | None:
+        return Path(self.entry["archive"]) if self.entry.get("archive") else None
+
+    def _files(self) -> dict[str, str]:
+        if self.archive is not None:
+            members = f"{self.entry['docs']}, {self.entry['queries']} and {self.entry['qrels']}"
+            return {"archive": f"the tar.gz archive holding {members}"}
+        return {"docs": "the SMART documents file", "queries": "the SMART queries file",
+                "qrels": "the SMART relevance judgements file"}
+
+    def _lines(self, key: str) -> tuple[str, list[str]]:
+        """The lines of the docs, queries or qrels file, and its name for error messages."""
+        if self.archive is None:
+            path = self._require(key)
+            with trec.open_text(path) as f:
+                return str(path), f.readlines()
+        archive = self._require("archive")
+        member = self.entry[key]
+        with tarfile.open(archive) as tar:
+            try:
+                data = tar.extractfile(member)
+            except KeyError:
+                data = None
+            if data is None:
+                raise FormatError(archive, None, f"{self.id} needs the member {member}; the archive holds {', '.join(tar.getnames())}")
+            return f"{archive}/{member}", data.read().decode("utf-8", errors="replace").splitlines()
+
+    @cached_property
+    def _records(self) -> list[SmartRecord]:
+        source, lines = self._lines("docs")
+        return list(read_smart_records(lines, source))
+
+    def docs_count(self) -> int | None:
+        return None if self.run_only else len(self._records)
+
+    def _docs(self) -> Iterator[Doc]:
+        for record in self._records:
+            yield Doc(record.id, strip_markup(record.fields.get("T", "")), strip_markup(record.fields.get("W", "")))
+
+    def _read_queries(self) -> dict[str, str]:
+        source, lines = self._lines("queries")
+        queries = {}
+        for record in read_smart_records(lines, source):
+            text = " ".join(record.fields.get("W", "").split())
+            if not text:
+                raise FormatError(source, record.line_no, f"query {record.id} has no `.W` text")
+            queries[record.id] = text
+        return queries
+
+    def _read_qrels(self) -> Qrels:
+        source, lines = self._lines("qrels")
+        return read_smart_qrels(lines, source)
+
+
+_SOURCES: dict[str, type[Collection]] = {"ir_datasets": IrDatasetsCollection, "smart": SmartCollection}
+
+
+def collection_from_entry(entry: Mapping[str, Any]) -> Collection:
+    """A collection from its registry entry (with `id`), paths already expanded."""
+    source = entry.get("source")
+    if source not in _SOURCES:
+        raise ConfigError(f"collection {entry.get('id')!r}: source must be one of {', '.join(_SOURCES)}, not {source!r}")
+    return _SOURCES[source](entry)
+
+
+def load_collection(collection_id: str, config: Mapping | None = None) -> Collection:
+    """The collection `collection_id` of `config` (default: the registries + default experiment)."""
+    return collection_from_entry(collection_config(config if config is not None else load_config(), collection_id))
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and export
+
+
+def _docs_with_progress(collection: Collection) -> Iterator[Doc]:
+    return tqdm(collection.docs_iter(), desc=f"{collection.id} docs", unit="doc",
+                total=collection.docs_count(), file=sys.stderr, mininterval=1.0)
+
+
+def _query_stats(collection: Collection) -> dict[str, Any]:
+    qrels = collection.qrels()
+    judged = collection.judged_qids()
+    relevant = [sum(grade >= collection.relevant_min_grade for grade in qrels[q].values()) for q in judged]
+    return {
+        "collection": collection.id,
+        "queries": len(collection.queries()),
+        "judged_queries": len(judged),
+        "qrels": sum(len(judgements) for judgements in qrels.values()),
+        "mean_relevant_per_query": sum(relevant) / len(relevant) if relevant else 0.0,
+    }
+
+
+class _DocStats:
+    def __init__(self) -> None:
+        self.docs = 0
+        self.words = 0
+
+    def add(self, doc: Doc) -> None:
+        self.docs += 1
+        self.words += len(doc.title.split()) + len(doc.text.split())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"docs": self.docs, "mean_doc_length_words": self.words / self.docs if self.docs else 0.0}
+
+
+def collection_stats(collection: Collection) -> dict[str, Any]:
+    """docs, queries, judged_queries, qrels (lines), mean_relevant_per_query, mean_doc_length_words.
+
+    Run-only collections have no document statistics.
+    """
+    collection.check_files()
+    stats = _query_stats(collection)
+    if not collection.run_only:
+        doc_stats = _DocStats()
+        for doc in _docs_with_progress(collection):
+            doc_stats.add(doc)
+        stats.update(doc_stats.as_dict())
+    return stats
+
+
+def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dict[str, Any]:
+    """Write docs.jsonl, topics.tsv, qrels.txt and stats.json into `out_dir`; return the stats.
+
+    Each file is written to `<name>.tmp` and renamed, stats.json last, so a present stats.json
+    means a complete export. Run-only collections get no docs.jsonl.
+    """
+    collection.check_files()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stats = _query_stats(collection)  # reads queries and qrels: malformed files fail before the docs
+    if not collection.run_only:
+        doc_stats = _DocStats()
+        with _atomic(out / "docs.jsonl") as f:
+            for doc in _docs_with_progress(collection):
+                f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
+                doc_stats.add(doc)
+        stats.update(doc_stats.as_dict())
+    tmp = out / "topics.tsv.tmp"
+    trec.write_topics_tsv(collection.queries(), tmp)
+    os.replace(tmp, out / "topics.tsv")
+    trec.write_qrels(collection.qrels(), out / "qrels.txt")
+    with _atomic(out / "stats.json") as f:
+        json.dump(stats, f, indent=2)
+        f.write("\n")
+    return stats
+
+
+class _atomic:
+    """Open `path.tmp` for writing; rename it to `path` only if the block succeeds."""
+
+    def __init__(self, path: Path):
+        self.path, self.tmp = path, path.with_name(path.name + ".tmp")
+
+    def __enter__(self):
+        self.file = open(self.tmp, "w", encoding="utf-8")
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.file.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Folds
+
+
+def load_folds(spec: Mapping[str, str]) -> Folds:
+    """Folds from a `folds:` entry `{file, format}`, renamed "1".."k".
+
+    Formats: `test_qids` ({"fold1": {"test_qids": [...], "train_qids": [...]}}, Cranfield),
+    `birch` ({"s1": {"train_qids": [...], "predict": {"dev": [...], "test": [...]}}}, Birch's
+    Robust04 folds), `anserini` ([[test qids of fold 1], ...]).
+    """
+    path, form = Path(spec["file"]), spec["format"]
+    with trec.open_text(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as error:
+            raise FormatError(path, error.lineno, f"not JSON: {error.msg}") from None
+    expected = list if form == "anserini" else dict
+    if not isinstance(data, expected):
+        raise FormatError(path, None, f"the {form} folds format is a JSON {'array' if expected is list else 'object'}")
+    try:
+        if form == "anserini":
+            folds = {str(i): list(test) for i, test in enumerate(data, start=1)}
+            train = {}
+        elif form in {"test_qids", "birch"}:
+            names = sorted(data, key=lambda key: int(re.sub(r"\D", "", key) or 0))
+            folds, train = {}, {}
+            for i, key in enumerate(names, start=1):
+                fold = data[key]
+                if form == "birch":
+                    folds[str(i)] = list(fold["predict"]["test"])
+                    train[str(i)] = list(fold["train_qids"]) + list(fold["predict"].get("dev", []))
+                else:
+                    folds[str(i)] = list(fold["test_qids"])
+                    train[str(i)] = list(fold.get("train_qids", []))
+        else:
+            raise ConfigError(f"{path}: unknown folds format {form!r}; known: test_qids, birch, anserini")
+    except (KeyError, TypeError, AttributeError) as error:
+        raise FormatError(path, None, f"does not follow the {form} folds format ({type(error).__name__}: {error})") from None
+    folds = {name: [str(qid) for qid in qids] for name, qids in folds.items()}
+    _check_folds(folds, path)
+    for name, train_qids in train.items():
+        overlap = set(folds[name]) & set(map(str, train_qids))
+        if overlap:
+            raise FormatError(path, None, f"fold {name} trains on its test queries {', '.join(qid_order(overlap)[:10])}")
+    return folds
+
+
+def _check_folds(folds: Mapping[str, list[str]], source: str | os.PathLike) -> None:
+    if len(folds) < 2:
+        raise FormatError(source, None, f"cross-validation needs at least 2 folds, found {len(folds)}")
+    owner: dict[str, str] = {}
+    for name, qids in folds.items():
+        if not qids:
+            raise FormatError(source, None, f"fold {name} has no test queries")
+        for qid in qids:
+            if qid in owner:
+                raise FormatError(source, None, f"query {qid} is a test query of folds {owner[qid]} and {name}")
+            owner[qid] = name
+
+
+def seeded_folds(qids: Iterable[str], k: int = 5, seed: int = 42) -> Folds:
+    """Split `qids` into k disjoint folds of near-equal size, the same for the same set and seed."""
+    ordered = qid_order(set(qids))
+    if not 2 <= k <= len(ordered):
+        raise ValueError(f"k must be between 2 and the number of queries ({len(ordered)}), not {k}")
+    random.Random(seed).shuffle(ordered)
+    return {str(i + 1): qid_order(ordered[i::k]) for i in range(k)}
+
+
+def write_folds(folds: Mapping[str, list[str]], path: str | os.PathLike) -> None:
+    """Write `{fold: [test qids]}` as JSON, atomically."""
+    path = Path(path)
+    _check_folds(folds, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _atomic(path) as f:
+        json.dump({name: list(qids) for name, qids in folds.items()}, f, indent=1)
+        f.write("\n")
+
+
+def read_folds(path: str | os.PathLike) -> Folds:
+    """Read folds written by `write_folds`, checking that test sets are disjoint."""
+    path = Path(path)
+    with trec.open_text(path) as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as error:
+            raise FormatError(path, error.lineno, f"not JSON: {error.msg}") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(qids, list) and all(isinstance(q, str) for q in qids) for qids in data.values()):
+        raise FormatError(path, None, "folds are a JSON object {fold name: [test qids as strings]}")
+    _check_folds(data, path)
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def _describe(collection: Collection) -> str:
+    if isinstance(collection, IrDatasetsCollection):
+        origin = f"ir_datasets:{collection.dataset_id}"
+    else:
+        origin = "smart"
+    flags = [flag for flag, on in (("run-only", collection.run_only), ("folds", "folds" in collection.entry)) if on]
+    try:
+        collection.check_files()
+        status = "ok"
+    except FileNotFoundError as error:
+        status = f"missing: {error}"
+    return "\t".join([collection.id, origin, ",".join(flags) or "-", status])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker collections", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="the registered collections and whether their files are present")
+    export = commands.add_parser("export", help="docs.jsonl, topics.tsv, qrels.txt and stats.json")
+    export.add_argument("--out", required=True, help="output directory")
+    stats = commands.add_parser("stats", help="dataset statistics as JSON on stdout")
+    folds = commands.add_parser("folds", help="the collection's folds, or seeded folds over its judged queries")
+    folds.add_argument("--out", required=True, help="folds JSON {fold: [test qids]}")
+    folds.add_argument("--k", type=int, help="number of seeded folds (default: birch.folds.k, else 5)")
+    folds.add_argument("--seed", type=int, help="seed of seeded folds (default: birch.folds.seed, else 42)")
+    for command in (listing, export, stats, folds):
+        command.add_argument("--config", help="experiment YAML merged after the registries (default: workflow/config/config.yaml)")
+    for command in (export, stats, folds):
+        command.add_argument("--collection", required=True, help="a collection id of workflow/config/collections.yaml")
+    args = parser.parse_args(argv)
+
+    try:
+        config = load_config(args.config)
+        if args.command == "list":
+            for collection_id in config["collections"]:
+                print(_describe(load_collection(collection_id, config)))
+            return 0
+        collection = load_collection(args.collection, config)
+        if args.command == "export":
+            result = export_collection(collection, args.out)
+            print(f"exported {collection.id} to {args.out}: {json.dumps(result)}", file=sys.stderr)
+        elif args.command == "stats":
+            print(json.dumps(collection_stats(collection), indent=2))
+        else:
+            own = collection.folds()
+            if own is not None:
+                result = own
+                origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
+            else:
+                defaults = config.get("birch", {}).get("folds", {})
+                k = args.k if args.k is not None else defaults.get("k", 5)
+                seed = args.seed if args.seed is not None else defaults.get("seed", 42)
+                result = seeded_folds(collection.judged_qids(), k, seed)
+                origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
+            write_folds(result, args.out)
+            sizes = ", ".join(str(len(qids)) for qids in result.values())
+            print(f"wrote {origin} to {args.out}: test sizes {sizes}", file=sys.stderr)
+    except (ConfigError, FormatError, FileNotFoundError, DocumentsUnavailableError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
