@@ -140,10 +140,12 @@ def read_topics_tsv(path: str | os.PathLike) -> dict[str, str]:
 def write_topics_tsv(topics: Mapping[str, str], path: str | os.PathLike) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
         for qid in sorted(topics, key=_qid_key):
             text = " ".join(topics[qid].split())
             f.write(f"{qid}\t{text}\n")
+    os.replace(tmp, path)
 
 
 _TOPIC_TAG = re.compile(r"<(num|title|desc|narr)>\s*(?:Number:|Description:|Narrative:)?", re.IGNORECASE)
