@@ -1,0 +1,256 @@
+"""Birch fusion and aggregation: vectorised AP and cross-validation against brute-force ir_measures.
+
+Inputs are seeded random runs, unit scores and qrels rounded to one decimal, so that first-stage
+scores, unit scores and fused scores tie and the docid tie-break matters.
+"""
+
+from __future__ import annotations
+
+import json
+
+import ir_measures
+import numpy as np
+import pytest
+from ir_measures import AP
+
+from reranker import fuse
+from reranker.trec import FormatError, read_qrels, read_run, sorted_docs
+
+STEP = 0.5  # a coarse grid keeps the brute-force ir_measures search fast
+FOLDS = {"f1": ["1", "2", "3", "4"], "f2": ["5", "6", "7", "8"], "f3": ["9", "10", "11", "12", "13"]}
+
+
+def synthetic(seed: int = 0, queries: int = 13, depth: int = 40, k: int = 20):
+    """Run, unit scores and qrels with ties, short documents, relevant documents missed by the run,
+    a query without relevant documents (13) and an unjudged query (12)."""
+    rng = np.random.default_rng(seed)
+    run, units, qrels = {}, {}, {}
+    for q in range(1, queries + 1):
+        qid = str(q)
+        docids = [f"d{d:03d}" for d in rng.choice(200, depth, replace=False)]
+        judged = rng.choice(docids + ["missed1", "missed2"], 15, replace=False).tolist()
+        grades = rng.choice([-1, 0, 0, 1, 2], len(judged)) if qid != "13" else np.zeros(len(judged), dtype=int)
+        relevant = {d for d, g in zip(judged, grades) if g >= 1}
+        # Both stages carry some signal, so that folds choose different parameters.
+        run[qid] = {d: round(rng.uniform(5, 8) + 0.5 * (d in relevant), 1) for d in docids}
+        top = [docid for docid, _ in sorted_docs(run[qid])[:k]]
+        units[qid] = {d: np.round(rng.normal(0, 1, rng.integers(1, 6)) + 0.8 * (d in relevant), 1).tolist() for d in top}
+        if qid != "12":
+            qrels[qid] = dict(zip(judged, grades.tolist()))
+    return run, units, qrels
+
+
+def ir_measures_ap(run, qrels, qids=None) -> dict[str, float]:
+    if qids is not None:
+        run = {q: run[q] for q in qids if q in run}
+        qrels = {q: qrels[q] for q in qids if q in qrels}
+    return {m.query_id: m.value for m in ir_measures.iter_calc([AP @ 1000], qrels, run)}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic()
+
+
+@pytest.mark.parametrize("top_n, normalise, short_docs",
+                         [(1, "none", "birch"), (2, "minmax", "repeat_min"), (3, "none", "birch"), (3, "zscore", "repeat_min")])
+def test_grid_ap_equals_ir_measures_at_every_grid_point(data, top_n, normalise, short_docs):
+    run, units, qrels = data
+    candidates = fuse.birch_candidates(run, units, top_n, normalise, short_docs)
+    params = fuse.parameter_grid(top_n, 0.25, 0.25)
+    qids = [q for q in run if q in qrels]
+    matrix = fuse.grid_ap_matrix(candidates, qrels, qids, params, top_n, show_progress=False)
+    chunked = fuse.grid_ap_matrix(candidates, qrels, qids, params, top_n, max_cells=50, show_progress=False)
+    np.testing.assert_array_equal(matrix, chunked)
+    for g, point in enumerate(params):
+        expected = ir_measures_ap(fuse.fuse(run, candidates, point, top_n), qrels)
+        assert sorted(expected) == sorted(qids)
+        for row, qid in enumerate(qids):
+            assert matrix[row, g] == pytest.approx(expected[qid], abs=1e-12), (qid, point)
+
+
+@pytest.mark.parametrize("top_n", [1, 2, 3])
+def test_cross_validation_matches_brute_force_ir_measures(data, top_n):
+    run, units, qrels = data
+    candidates = fuse.birch_candidates(run, units, top_n)
+    joined, choices = fuse.cross_validate(run, candidates, qrels, FOLDS, top_n, STEP, STEP, show_progress=False)
+    params = fuse.parameter_grid(top_n, STEP, STEP)
+    per_point = [ir_measures_ap(fuse.fuse(run, candidates, point, top_n), qrels) for point in params]
+    for choice in choices:
+        train = [q for f, qids in FOLDS.items() if f != choice.fold for q in qids if q in qrels]
+        means = [sum(ap[q] for q in train) / len(train) for ap in per_point]
+        best = max(means)
+        tied = [i for i, m in enumerate(means) if m >= best - fuse.TIE_TOLERANCE]
+        a, w2, w3 = min((params[i] for i in tied), key=lambda p: (-p[0], p[1], p[2]))
+        assert (choice.a, choice.w2, choice.w3) == (a, w2, w3)
+        assert choice.train_ap == pytest.approx(best, abs=1e-12)
+        test_ap = ir_measures_ap(joined, qrels, FOLDS[choice.fold])
+        assert choice.test_queries == len(test_ap)
+        assert choice.test_ap == pytest.approx(sum(test_ap.values()) / len(test_ap), abs=1e-12)
+    assert sorted(joined) == sorted(run)
+    overall = ir_measures_ap(joined, qrels)
+    weighted = sum(c.test_ap * c.test_queries for c in choices) / sum(c.test_queries for c in choices)
+    assert weighted == pytest.approx(sum(overall.values()) / len(overall), abs=1e-12)
+
+
+def test_ties_go_to_the_largest_a_then_the_smallest_weights():
+    params = fuse.parameter_grid(3, STEP, STEP)
+    mean_ap = np.zeros(len(params))
+    index = {tuple(p): i for i, p in enumerate(params.tolist())}
+    for point in [(0.0, 0.0, 0.0), (0.5, 1.0, 0.0), (0.5, 0.5, 1.0)]:
+        mean_ap[index[point]] = 0.4
+    mean_ap[index[(0.5, 0.5, 0.5)]] = 0.4 - fuse.TIE_TOLERANCE / 10  # rounding noise: still a tie
+    mean_ap[index[(1.0, 0.0, 0.0)]] = 0.4 - 1e-9  # a real difference
+    assert tuple(params[fuse.best_grid_point(mean_ap, params)]) == (0.5, 0.5, 0.5)
+
+
+def test_alpha_one_reproduces_the_first_stage_ranking(data):
+    run, units, _ = data
+    candidates = fuse.birch_candidates(run, units, 3)
+    fused = fuse.fuse(run, candidates, (1.0, 0.5, 0.5), 3)
+    for qid in run:
+        assert [d for d, _ in sorted_docs(fused[qid])] == [d for d, _ in sorted_docs(run[qid])]
+
+
+def test_tail_stays_below_the_rescored_documents_in_first_stage_order(data):
+    run, units, _ = data
+    candidates = fuse.birch_candidates(run, units, 2)
+    fused = fuse.fuse(run, candidates, (0.0, 1.0, 0.0), 2)
+    for qid in run:
+        first_stage = [d for d, _ in sorted_docs(run[qid])]
+        k = len(units[qid])
+        ranked = [d for d, _ in sorted_docs(fused[qid])]
+        assert set(ranked[:k]) == set(first_stage[:k])
+        assert ranked[k:] == first_stage[k:]
+    without_units = {qid: docs for qid, docs in units.items() if qid != "1"}
+    unscored = fuse.fuse(run, fuse.birch_candidates(run, without_units, 2), (0.0, 1.0, 0.0), 2)["1"]
+    assert unscored == run["1"]
+
+
+def test_short_documents_follow_the_documented_handling():
+    run = {"q": {"long": 3.0, "one": 2.0, "two": 1.0, "none": 0.5, "tail": 0.1}}
+    units = {"q": {"long": [0.2, 0.9, 0.4, 0.1], "one": [0.7], "two": [0.3, 0.6], "none": []}}
+    a, w2, w3 = 0.5, 0.5, 0.25
+
+    def birch_formula(s_doc, unit_scores, fill):
+        top = sorted(unit_scores, reverse=True)[:3]
+        top += [fill(unit_scores)] * (3 - len(top))
+        return a * s_doc + (1 - a) * (top[0] + w2 * top[1] + w3 * top[2])
+
+    fills = {"birch": lambda scores: 0.0, "repeat_min": lambda scores: min(scores) if scores else 0.0}
+    for mode, fill in fills.items():
+        candidates = fuse.birch_candidates(run, units, 3, short_docs=mode)
+        assert candidates["q"].docids == ["long", "one", "two", "none"] and candidates["q"].tail == ["tail"]
+        fused = fuse.fuse(run, candidates, (a, w2, w3), 3)["q"]
+        for docid, scores in units["q"].items():
+            assert fused[docid] == pytest.approx(birch_formula(run["q"][docid], scores, fill), abs=1e-12), (mode, docid)
+        assert fused["tail"] < min(fused[d] for d in units["q"])
+
+
+def test_normalisation_is_per_query():
+    scores = np.array([2.0, 4.0, 6.0])
+    np.testing.assert_allclose(fuse.normalise(scores, "minmax"), [0.0, 0.5, 1.0])
+    z = fuse.normalise(scores, "zscore")
+    assert z.mean() == pytest.approx(0.0) and z.std() == pytest.approx(1.0)
+    np.testing.assert_array_equal(fuse.normalise(np.array([3.0, 3.0]), "minmax"), [0.0, 0.0])
+    run = {"a": {"d1": 10.0, "d2": 20.0}, "b": {"d1": 100.0, "d2": 300.0}}
+    units = {"a": {"d1": [1.0], "d2": [2.0]}, "b": {"d1": [5.0], "d2": [50.0]}}
+    candidates = fuse.birch_candidates(run, units, 1, "minmax")
+    for qid in run:
+        np.testing.assert_array_equal(candidates[qid].features, [[1.0, 1.0], [0.0, 0.0]])
+
+
+def test_aggregation_methods_on_a_hand_checkable_case():
+    run = {"q": {"d1": 9.0, "d2": 8.0, "d3": 7.0, "d4": 6.0, "d5": 5.0, "d6": 4.0}}
+    # d4 is inside the top-K but has no units; d6 is below K.
+    units = {"q": {"d1": [1.0, 3.0, 2.0], "d2": [5.0], "d3": [0.5, 0.5, 0.5, 0.5], "d5": [-1.0, 4.0]}}
+    expected = {
+        "firstp": ["d2", "d1", "d3", "d5", "d4", "d6"],  # 5, 1, 0.5, -1
+        "maxp": ["d2", "d5", "d1", "d3", "d4", "d6"],  # 5, 4, 3, 0.5
+        "sump": ["d1", "d2", "d5", "d3", "d4", "d6"],  # 6, 5, 3, 2
+        "meanp": ["d2", "d1", "d5", "d3", "d4", "d6"],  # 5, 2, 1.5, 0.5
+    }
+    for method, order in expected.items():
+        ranked = fuse.aggregate(run, units, method)["q"]
+        assert [d for d, _ in sorted_docs(ranked)] == order, method
+    assert fuse.aggregate(run, units, "sump")["q"]["d1"] == 6.0
+
+
+def test_parameter_grid_is_exact_and_ordered():
+    grid = fuse.parameter_grid(3, 0.1, 0.5)
+    assert grid.shape == (11 * 3 * 3, 3)
+    assert 0.3 in grid[:, 0] and sorted(set(grid[:, 1])) == [0.0, 0.5, 1.0]
+    assert np.all(fuse.parameter_grid(1)[:, 1:] == 0)
+    with pytest.raises(ValueError, match="whole steps"):
+        fuse.parameter_grid(2, 0.3)
+
+
+def test_command_line_writes_runs_and_parameters(tmp_path, data):
+    run, units, qrels = data
+    paths = {name: tmp_path / name for name in ("run.txt", "scores.tsv", "qrels.txt", "folds.json")}
+    with open(paths["run.txt"], "w") as f:
+        for qid, docs in run.items():
+            for rank, (docid, score) in enumerate(sorted_docs(docs), start=1):
+                f.write(f"{qid} Q0 {docid} {rank} {score} bm25\n")
+    with open(paths["scores.tsv"], "w") as f:
+        f.write("qid\tdoc_id\tunit\tscore\n")
+        for qid, docs in units.items():
+            for docid, scores in docs.items():
+                f.writelines(f"{qid}\t{docid}\t{docid}_{i}\t{s}\n" for i, s in reversed(list(enumerate(scores))))
+    with open(paths["qrels.txt"], "w") as f:
+        f.writelines(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items())
+    paths["folds.json"].write_text(json.dumps({fold: {"test_qids": qids} for fold, qids in FOLDS.items()}))
+
+    out, params_out = tmp_path / "birch.run", tmp_path / "birch.json"
+    assert fuse.main(["birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
+                      "--qrels", str(paths["qrels.txt"]), "--folds", str(paths["folds.json"]), "--top-n", "2",
+                      "--step", str(STEP), "--out", str(out), "--params-out", str(params_out)]) == 0
+    params = json.loads(params_out.read_text())
+    assert params["short_docs"] == "birch" and "add 0" in params["short_docs_handling"]
+    assert [f["fold"] for f in params["folds"]] == list(FOLDS)
+    overall = ir_measures_ap(read_run(out), qrels)
+    assert params["test_ap"] == pytest.approx(sum(overall.values()) / len(overall), abs=1e-9)
+
+    agg_out = tmp_path / "firstp.run"
+    assert fuse.main(["aggregate", "--method", "firstp", "--run", str(paths["run.txt"]),
+                      "--scores", str(paths["scores.tsv"]), "--out", str(agg_out)]) == 0
+    # Units were written last-first: FirstP must still take unit 0.
+    written = read_run(agg_out)
+    for qid, docs in fuse.aggregate(run, units, "firstp").items():
+        assert [d for d, _ in sorted_docs(written[qid])] == [d for d, _ in sorted_docs(docs)]
+
+
+def test_bad_inputs_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "scores.tsv"
+    bad.write_text("1\td1\t0\t0.5\n1\td1\t1\tnot-a-number\n")
+    with pytest.raises(FormatError, match=r"scores.tsv:2: score must be a number"):
+        fuse.read_unit_scores(bad)
+    bad.write_text("1\td1\t0\t0.5\n1\td1\t0\t0.7\n")
+    with pytest.raises(FormatError, match=r"scores.tsv:2: unit '0' of document d1 appears twice"):
+        fuse.read_unit_scores(bad)
+    with pytest.raises(ValueError, match="not in the first-stage run"):
+        fuse.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
+    folds = tmp_path / "folds.json"
+    folds.write_text(json.dumps({"a": ["1", "2"], "b": ["2"]}))
+    with pytest.raises(FormatError, match="query 2 is a test query of folds 'a' and 'b'"):
+        fuse.read_folds(folds)
+
+
+def test_reads_the_shipped_fold_files(birch_data):
+    cranfield = fuse.read_folds(birch_data / "cranfield-folds" / "cranfield_5folds_qids.json")
+    assert len(cranfield) == 5 and sum(map(len, cranfield.values())) == 225
+    robust = fuse.read_folds(birch_data / "robust04-birch" / "rob04_yang19_folds.json")
+    assert len(robust) == 5 and sum(map(len, robust.values())) == 250
+
+
+def test_without_unit_scores_cross_validation_keeps_birchs_robust04_run(birch_data):
+    folder = birch_data / "robust04-birch"
+    run, qrels = read_run(folder / "rob04_yang19_rm3.run.gz"), read_qrels(folder / "qrels.robust2004.txt.gz")
+    candidates = fuse.birch_candidates(run, {}, 3)
+    joined, choices = fuse.cross_validate(run, candidates, qrels, fuse.read_folds(folder / "rob04_yang19_folds.json"),
+                                          3, STEP, STEP, show_progress=False)
+    assert joined == run
+    assert all((c.a, c.w2, c.w3) == (1.0, 0.0, 0.0) for c in choices)  # every point ties: the largest a wins
+    first_stage = ir_measures_ap(run, qrels)
+    weighted = sum(c.test_ap * c.test_queries for c in choices) / sum(c.test_queries for c in choices)
+    assert weighted == pytest.approx(sum(first_stage.values()) / len(first_stage), abs=1e-12)
