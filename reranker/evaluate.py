@@ -56,7 +56,9 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] = DEFAULT_MEASURES)
     by_measure = {str(m): name for m, name in zip(parsed, names)}
     per_query: dict[str, dict[str, float]] = {name: {} for name in names}
     for metric in ir_measures.iter_calc(parsed, qrels, run):
-        per_query[by_measure[str(metric.measure)]][metric.query_id] = float(metric.value)
+        # ir_measures also reports judged queries the run lacks (as 0); trec_eval without -c skips them.
+        if run.get(metric.query_id):
+            per_query[by_measure[str(metric.measure)]][metric.query_id] = float(metric.value)
     per_query = {name: {qid: values[qid] for qid in qid_order(values)} for name, values in per_query.items()}
     queries = len(next(iter(per_query.values()))) if per_query else 0
     aggregate = {name: (sum(values.values()) / len(values) if values else math.nan) for name, values in per_query.items()}

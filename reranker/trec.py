@@ -83,7 +83,10 @@ def sorted_docs(scores: Mapping[str, float]) -> list[tuple[str, float]]:
 
 
 def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, tag: str, depth: int | None = None) -> None:
-    """Write a run in TREC format, ranked as trec_eval ranks it, atomically."""
+    """Write a run in TREC format, ranked as trec_eval ranks it, atomically.
+
+    Scores keep 9 significant digits, enough to round-trip the float32 values trec_eval ranks by.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -93,7 +96,7 @@ def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, t
             if depth is not None:
                 ranked = ranked[:depth]
             for rank, (docid, score) in enumerate(ranked, start=1):
-                f.write(f"{qid} Q0 {docid} {rank} {score:.6f} {tag}\n")
+                f.write(f"{qid} Q0 {docid} {rank} {score:.9g} {tag}\n")
     os.replace(tmp, path)
 
 

@@ -182,13 +182,16 @@ rule fuse_birch:
         run=f"{WORK}/runs/{{collection}}/birch.{{checkpoint}}.{{n}}S.run",
         params=f"{WORK}/fusion/{{collection}}/birch.{{checkpoint}}.{{n}}S.json",
     params:
-        step=BIRCH.get("fusion", {}).get("alpha_step", 0.1),
+        alpha_step=BIRCH.get("fusion", {}).get("alpha_step", 0.1),
+        weight_step=BIRCH.get("fusion", {}).get("weight_step", 0.1),
         normalise=BIRCH.get("fusion", {}).get("normalise", "none"),
+        min_grade=lambda w: collection_entry(w.collection).get("relevant_min_grade", 1),
     log:
         f"{WORK}/logs/fuse/{{collection}}.{{checkpoint}}.{{n}}S.log",
     shell:
         "{PY} -m reranker fuse birch --run {input.run} --scores {input.scores} --qrels {input.qrels}"
-        " --folds {input.folds} --top-n {wildcards.n} --step {params.step} --normalise {params.normalise}"
+        " --folds {input.folds} --top-n {wildcards.n} --alpha-step {params.alpha_step}"
+        " --weight-step {params.weight_step} --normalise {params.normalise} --relevant-min-grade {params.min_grade}"
         " --out {output.run} --params-out {output.params} 2> {log}"
 
 
