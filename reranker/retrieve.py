@@ -1,0 +1,248 @@
+"""First-stage retrieval: BM25 and BM25+RM3 runs from a Lucene index (pyserini's LuceneSearcher).
+
+Parameters can differ per cross-validation fold, as in Birch's Robust04 runs (RM3 tuned per
+fold): each fold's test queries are searched with that fold's parameters and the results joined
+into one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from reranker.java import start_jvm
+from reranker.trec import FormatError, Run, qid_order, read_topics_tsv, write_run
+
+log = logging.getLogger(__name__)
+
+MODELS = ("bm25", "bm25_rm3")
+BATCH_SIZE = 50  # queries per batch_search call: the progress bar's step
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """BM25 (k1, b) and, for bm25_rm3, RM3's expansion terms, feedback docs and original-query weight."""
+
+    model: str = "bm25"
+    k1: float = 0.9
+    b: float = 0.4
+    fb_terms: int = 10
+    fb_docs: int = 10
+    original_query_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown retrieval model {self.model!r}; known: {', '.join(MODELS)}")
+        if self.k1 < 0 or not 0 <= self.b <= 1 or not 0 <= self.original_query_weight <= 1:
+            raise ValueError(f"need k1 >= 0, 0 <= b <= 1 and 0 <= original_query_weight <= 1: {self}")
+        if self.fb_terms < 1 or self.fb_docs < 1:
+            raise ValueError(f"need fb_terms >= 1 and fb_docs >= 1: {self}")
+
+    @classmethod
+    def from_mapping(cls, model: str, values: Mapping[str, Any]) -> RetrievalParams:
+        """Parameters from a configuration mapping (unknown keys are an error)."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"model"}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown retrieval parameters {sorted(unknown)}; known: {sorted(known)}")
+        return cls(model=model).replace(**values)
+
+    def replace(self, **changes: Any) -> RetrievalParams:
+        """A copy with the given values; None leaves a value as it is."""
+        types = {"k1": float, "b": float, "fb_terms": int, "fb_docs": int, "original_query_weight": float, "model": str}
+        return dataclasses.replace(self, **{k: types[k](v) for k, v in changes.items() if v is not None})
+
+    def describe(self) -> str:
+        text = f"{self.model} k1={self.k1} b={self.b}"
+        if self.model == "bm25_rm3":
+            text += f" fb_terms={self.fb_terms} fb_docs={self.fb_docs} original_query_weight={self.original_query_weight}"
+        return text
+
+
+def open_searcher(index_dir: str | os.PathLike, heap: str | None = None):
+    """A pyserini LuceneSearcher on index_dir (starting the JVM first)."""
+    index_dir = Path(index_dir)
+    if not any(index_dir.glob("segments_*")):
+        raise FileNotFoundError(f"{index_dir}: no Lucene index there; build it with "
+                                f"`python -m reranker index --docs docs.jsonl --index {index_dir}`")
+    start_jvm(heap)
+    from pyserini.search.lucene import LuceneSearcher
+
+    return LuceneSearcher(str(index_dir))
+
+
+def configure(searcher, params: RetrievalParams) -> None:
+    searcher.set_bm25(params.k1, params.b)
+    if params.model == "bm25_rm3":
+        searcher.set_rm3(params.fb_terms, params.fb_docs, params.original_query_weight)
+    else:
+        searcher.unset_rm3()
+
+
+def search(searcher, topics: Mapping[str, str], params: RetrievalParams, depth: int = 1000, threads: int = 2,
+           progress: tqdm | None = None) -> Run:
+    """Search every topic with `params`. Empty topics get no results (with a warning)."""
+    configure(searcher, params)
+    run: Run = {}
+    empty = [qid for qid, text in topics.items() if not text.strip()]
+    if empty:
+        log.warning("%d queries have no text and get no results: %s", len(empty), " ".join(qid_order(empty)))
+        run.update({qid: {} for qid in empty})
+        if progress is not None:
+            progress.update(len(empty))
+    qids = [qid for qid in qid_order(topics) if topics[qid].strip()]
+    for start in range(0, len(qids), BATCH_SIZE):
+        batch = qids[start:start + BATCH_SIZE]
+        hits = searcher.batch_search([topics[qid] for qid in batch], batch, k=depth, threads=threads)
+        for qid in batch:
+            run[qid] = {hit.docid: float(hit.score) for hit in hits.get(qid, [])}
+        if progress is not None:
+            progress.update(len(batch))
+    unmatched = [qid for qid in qids if not run[qid]]
+    if unmatched:
+        log.warning("%d queries match no document (stopwords only?): %s", len(unmatched), " ".join(unmatched))
+    return run
+
+
+def _progress(total: int, desc: str) -> tqdm:
+    return tqdm(total=total, unit="query", desc=desc, file=sys.stderr)
+
+
+def retrieve(index_dir: str | os.PathLike, topics: Mapping[str, str], params: RetrievalParams,
+             depth: int = 1000, threads: int = 2, heap: str | None = None) -> Run:
+    """The top `depth` documents of every topic, {qid: {docid: score}}."""
+    searcher = open_searcher(index_dir, heap)
+    with _progress(len(topics), params.model) as progress:
+        return search(searcher, topics, params, depth, threads, progress)
+
+
+def retrieve_per_fold(index_dir: str | os.PathLike, topics: Mapping[str, str], default_params: RetrievalParams,
+                      fold_params: Mapping[str, RetrievalParams], folds: Mapping[str, list[str]],
+                      depth: int = 1000, threads: int = 2, heap: str | None = None) -> Run:
+    """One run in which each fold's test queries use that fold's parameters.
+
+    `folds` maps a fold to its test qids. Folds without parameters, and queries in no fold, use
+    `default_params`. A query in two folds, or parameters for an unknown fold, is an error.
+    """
+    unknown = set(fold_params) - set(folds)
+    if unknown:
+        raise ValueError(f"parameters given for folds {sorted(unknown)}, which the folds ({sorted(folds)}) do not have")
+    fold_of: dict[str, str] = {}
+    for fold, qids in folds.items():
+        for qid in qids:
+            if qid in fold_of:
+                raise ValueError(f"query {qid} is a test query of both fold {fold_of[qid]} and fold {fold}")
+            fold_of[qid] = fold
+    groups: dict[RetrievalParams, dict[str, str]] = {}
+    for qid, text in topics.items():
+        params = fold_params.get(fold_of.get(qid, ""), default_params)
+        groups.setdefault(params, {})[qid] = text
+
+    searcher = open_searcher(index_dir, heap)
+    run: Run = {}
+    with _progress(len(topics), f"{default_params.model} per fold") as progress:
+        for params, group in groups.items():
+            run.update(search(searcher, group, params, depth, threads, progress))
+    return run
+
+
+def params_from_config(config: Mapping, model: str, collection: str | None = None
+                       ) -> tuple[RetrievalParams, dict[str, RetrievalParams]]:
+    """Default and per-fold parameters: `retrieval.models[model]`, then `retrieval.overrides[collection][model]`.
+
+    A `folds:` mapping (fold -> parameters) in either is applied over the rest, fold by fold.
+    """
+    from reranker.config import merge
+
+    retrieval = config.get("retrieval", {})
+    values = dict(retrieval.get("models", {}).get(model, {}))
+    if collection is not None:
+        values = merge(values, retrieval.get("overrides", {}).get(collection, {}).get(model, {}))
+    folds = values.pop("folds", {})
+    default = RetrievalParams.from_mapping(model, values)
+    return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
+
+
+def read_folds(path: str | os.PathLike) -> dict[str, list[str]]:
+    """Folds as {fold: [test qids]}; {fold: {"test_qids": [...], ...}} files are read too."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such folds file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise FormatError(path, err.lineno, f"not JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise FormatError(path, None, "folds are a JSON object {fold: [test qids]}")
+    folds = {}
+    for fold, test in data.items():
+        if isinstance(test, dict):
+            test = test.get("test_qids")
+        if not isinstance(test, list):
+            raise FormatError(path, None, f"fold {fold!r}: expected a list of test qids or {{\"test_qids\": [...]}}")
+        folds[str(fold)] = [str(qid) for qid in test]
+    return folds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker retrieve", description=__doc__.splitlines()[0])
+    parser.add_argument("--index", required=True, help="Lucene index built by `python -m reranker index`")
+    parser.add_argument("--topics", required=True, help="topics.tsv: qid<TAB>text")
+    parser.add_argument("--model", required=True, choices=MODELS)
+    parser.add_argument("--out", required=True, help="TREC run file to write")
+    parser.add_argument("--depth", type=int, help="documents per query (default: config retrieval.depth or 1000)")
+    parser.add_argument("--k1", type=float)
+    parser.add_argument("--b", type=float)
+    parser.add_argument("--fb-terms", type=int)
+    parser.add_argument("--fb-docs", type=int)
+    parser.add_argument("--original-query-weight", type=float)
+    parser.add_argument("--config", help="experiment YAML (default with --collection: workflow/config/config.yaml)")
+    parser.add_argument("--collection", help="collection id whose retrieval.overrides apply")
+    parser.add_argument("--folds", help="JSON {fold: [test qids]}: use the config's per-fold parameters")
+    parser.add_argument("--threads", type=int, help="search threads (default: config threads or 2)")
+    parser.add_argument("--heap", help="JVM heap, e.g. 4g (default: config java_heap, BIRCH_JAVA_HEAP or 4g)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+
+    config: Mapping = {}
+    default, fold_params = RetrievalParams(model=args.model), {}
+    if args.config or args.collection:
+        from reranker.config import load_config
+
+        config = load_config(args.config)
+        default, fold_params = params_from_config(config, args.model, args.collection)
+    flags = {"k1": args.k1, "b": args.b, "fb_terms": args.fb_terms, "fb_docs": args.fb_docs,
+             "original_query_weight": args.original_query_weight}
+    default = default.replace(**flags)
+    fold_params = {fold: params.replace(**flags) for fold, params in fold_params.items()}
+    depth = args.depth if args.depth is not None else config.get("retrieval", {}).get("depth", 1000)
+    threads = args.threads if args.threads is not None else config.get("threads", 2)
+    heap = args.heap or config.get("java_heap")
+    if depth < 1 or threads < 1:
+        parser.error("--depth and --threads must be at least 1")
+    if fold_params and not args.folds:
+        parser.error(f"the configuration sets per-fold parameters for folds {sorted(fold_params)}; pass --folds")
+
+    topics = read_topics_tsv(args.topics)
+    started = time.perf_counter()
+    if args.folds:
+        run = retrieve_per_fold(args.index, topics, default, fold_params, read_folds(args.folds), depth, threads, heap)
+    else:
+        run = retrieve(args.index, topics, default, depth, threads, heap)
+    write_run(run, args.out, tag=args.model, depth=depth)
+    seconds = time.perf_counter() - started
+    retrieved = sum(len(docs) for docs in run.values())
+    print(f"{args.out}: {len(run)} queries, {retrieved / max(1, len(run)):.1f} docs/query, {seconds:.1f} s "
+          f"({default.describe()}{', per-fold parameters' if fold_params else ''})")
+    return 0
