@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from reranker.collections import read_folds
 from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, sorted_docs, write_run
 
 UnitScores = dict[str, dict[str, list[float]]]  # qid -> docid -> unit scores in document order
@@ -96,34 +97,6 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
             units[int(position.group(1))] = value
     return {qid: {docid: [units[p] for p in sorted(units)] for docid, units in docs.items()}
             for qid, docs in positioned.items()}
-
-
-def read_folds(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Read folds as {fold: [test qids]}.
-
-    Also accepted: {fold: {"test_qids": [...]}} (the Cranfield folds) and Birch's
-    {fold: {"predict": {"test": [...]}}}. A query in two test folds is an error.
-    """
-    with open_text(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as err:
-            raise FormatError(path, err.lineno, f"not valid JSON: {err.msg}") from None
-    if not isinstance(data, dict) or not data:
-        raise FormatError(path, None, "folds are a JSON object {fold: [test qids]}")
-    folds: dict[str, list[str]] = {}
-    seen: dict[str, str] = {}
-    for fold, entry in data.items():
-        if isinstance(entry, dict):
-            entry = entry.get("test_qids", entry.get("predict", {}).get("test"))
-        if not isinstance(entry, list) or not entry:
-            raise FormatError(path, None, f"fold {fold!r} has no list of test qids")
-        folds[fold] = [str(qid) for qid in entry]
-        for qid in folds[fold]:
-            if qid in seen:
-                raise FormatError(path, None, f"query {qid} is a test query of folds {seen[qid]!r} and {fold!r}")
-            seen[qid] = fold
-    return folds
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,8 +11,7 @@ Why this module exists:
 * pyserini builds an OpenAI client at import time, which fails without `OPENAI_API_KEY`; a dummy
   value is set if none is given. Nothing here calls OpenAI.
 
-Call `start_jvm()` before importing anything from `pyserini`; `import_pyserini_module()` does
-both. The heap comes from `heap=` or `BIRCH_JAVA_HEAP` (default 4g).
+Call `start_jvm()` before importing anything from `pyserini`. The heap comes from `heap=` or `BIRCH_JAVA_HEAP` (default 4g).
 """
 
 from __future__ import annotations

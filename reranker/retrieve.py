@@ -22,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from reranker.java import start_jvm
+from reranker.collections import read_folds
 from reranker.trec import FormatError, Run, qid_order, read_topics_tsv, write_run
 
 log = logging.getLogger(__name__)
@@ -172,27 +173,6 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
     folds = values.pop("folds", {})
     default = RetrievalParams.from_mapping(model, values)
     return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
-
-
-def read_folds(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Folds as {fold: [test qids]}; {fold: {"test_qids": [...], ...}} files are read too."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such folds file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise FormatError(path, err.lineno, f"not JSON: {err.msg}") from None
-    if not isinstance(data, dict):
-        raise FormatError(path, None, "folds are a JSON object {fold: [test qids]}")
-    folds = {}
-    for fold, test in data.items():
-        if isinstance(test, dict):
-            test = test.get("test_qids")
-        if not isinstance(test, list):
-            raise FormatError(path, None, f"fold {fold!r}: expected a list of test qids or {{\"test_qids\": [...]}}")
-        folds[str(fold)] = [str(qid) for qid in test]
-    return folds
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ import pytest
 from ir_measures import AP
 
 from reranker import fuse
+from reranker.collections import load_collection
 from reranker.trec import FormatError, read_qrels, read_run, sorted_docs
 
 STEP = 0.5  # a coarse grid keeps the brute-force ir_measures search fast
@@ -199,7 +200,7 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data):
                 f.writelines(f"{qid}\t{docid}\t{docid}_{i}\t{s}\n" for i, s in reversed(list(enumerate(scores))))
     with open(paths["qrels.txt"], "w") as f:
         f.writelines(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items())
-    paths["folds.json"].write_text(json.dumps({fold: {"test_qids": qids} for fold, qids in FOLDS.items()}))
+    paths["folds.json"].write_text(json.dumps(FOLDS))
 
     out, params_out = tmp_path / "birch.run", tmp_path / "birch.json"
     assert fuse.main(["birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
@@ -232,22 +233,15 @@ def test_bad_inputs_name_the_file_and_line(tmp_path):
         fuse.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
     folds = tmp_path / "folds.json"
     folds.write_text(json.dumps({"a": ["1", "2"], "b": ["2"]}))
-    with pytest.raises(FormatError, match="query 2 is a test query of folds 'a' and 'b'"):
+    with pytest.raises(FormatError, match="query 2 is a test query of folds a and b"):
         fuse.read_folds(folds)
-
-
-def test_reads_the_shipped_fold_files(birch_data):
-    cranfield = fuse.read_folds(birch_data / "cranfield-folds" / "cranfield_5folds_qids.json")
-    assert len(cranfield) == 5 and sum(map(len, cranfield.values())) == 225
-    robust = fuse.read_folds(birch_data / "robust04-birch" / "rob04_yang19_folds.json")
-    assert len(robust) == 5 and sum(map(len, robust.values())) == 250
 
 
 def test_without_unit_scores_cross_validation_keeps_birchs_robust04_run(birch_data):
     folder = birch_data / "robust04-birch"
     run, qrels = read_run(folder / "rob04_yang19_rm3.run.gz"), read_qrels(folder / "qrels.robust2004.txt.gz")
     candidates = fuse.birch_candidates(run, {}, 3)
-    joined, choices = fuse.cross_validate(run, candidates, qrels, fuse.read_folds(folder / "rob04_yang19_folds.json"),
+    joined, choices = fuse.cross_validate(run, candidates, qrels, load_collection("robust04").folds(),
                                           3, STEP, STEP, show_progress=False)
     assert joined == run
     assert all((c.a, c.w2, c.w3) == (1.0, 0.0, 0.0) for c in choices)  # every point ties: the largest a wins

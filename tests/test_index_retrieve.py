@@ -177,7 +177,7 @@ def test_cli_takes_per_fold_parameters_from_the_config(cranfield, tmp_path):
     experiment.write_text(yaml.safe_dump(config))
     qids = list(cranfield["topics"])
     folds = tmp_path / "folds.json"
-    folds.write_text(json.dumps({"a": {"test_qids": qids[:3], "train_qids": qids[3:]}, "b": qids[3:6]}))
+    folds.write_text(json.dumps({"a": qids[:3], "b": qids[3:6]}))
     out = tmp_path / "run"
     argv = ["--index", str(cranfield["index"]), "--topics", str(cranfield["root"] / "topics.tsv"), "--model", "bm25",
             "--out", str(out), "--depth", "20", "--config", str(experiment), "--collection", "cranfield"]
