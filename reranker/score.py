@@ -1,0 +1,470 @@
+"""Score every (query, unit) pair of a run's top-K documents with a relevance classifier.
+
+Which score is kept (`kind`):
+
+* `logit` — the raw logit of the relevant class, no softmax. This is what Birch used:
+  castorini/birch kept `predictions[:, 1]`, the index-1 logit of BertForNextSentencePrediction,
+  and Capreolus' Birch port does the same. Birch's fusion weights are fitted on this scale.
+* `log_prob` — log_softmax of the logits at the relevant index (logsigmoid for one-logit heads).
+
+Precision: `exact` runs in fp32. `fast` runs in bf16 autocast on CPUs that have bf16 arithmetic
+(AMX or avx512_bf16 in /proc/cpuinfo) and in bf16 (or fp16) on CUDA; elsewhere it raises
+PrecisionNotApplicable with the reason instead of emulating bf16 slowly.
+
+Speed: every pair is tokenised once, pairs are sorted by token length into batches padded only to
+their own longest pair, and the model runs under torch.inference_mode with SDPA attention (no mask
+when a batch has no padding). For BERT models the encoder runs here, layer by layer on the model's
+own modules, so that the last layer computes only what the head reads: keys and values for every
+token, but query, attention output and feed-forward for [CLS] alone (a third less work for a
+3-layer MiniLM). The test suite checks it against the plain Hugging Face forward, pair by pair.
+
+Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
+shards written atomically to `<out>.shards/`; a killed run resumes at the first missing shard.
+Scores are cached in SQLite under keys of (model fingerprint, kind, dtype, max length, query text,
+unit text), committed per shard, so reruns and other experiments reuse them and two processes can
+share a cache. Batches are formed within a shard from its uncached pairs only, so an interrupted
+and resumed run produces the same bytes as an uninterrupted one from the same cache state.
+
+Output: TSV `qid<TAB>doc_id<TAB>unit<TAB>score` and `<out>.meta.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from reranker.models import CheckpointError, Classifier, load_classifier, pick_device, resolve_source
+from reranker.segment import top_k_docs
+from reranker.trec import FormatError, Run, read_run, read_topics_tsv
+
+KINDS = ("logit", "log_prob")
+PRECISIONS = ("exact", "fast")
+CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+DEFAULT_SHARD_SIZE = 20_000
+
+
+class PrecisionNotApplicable(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Pair:
+    qid: str
+    doc_id: str
+    unit: int
+    query: str
+    text: str
+
+
+# ---------------------------------------------------------------- inputs
+
+def read_segments(path: str | os.PathLike) -> dict[str, list[tuple[int, str]]]:
+    """Read segment JSONL into {doc_id: [(unit, text), ...]} in file order."""
+    segments: dict[str, list[tuple[int, str]]] = {}
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such segments file (made by `python -m reranker segment`)")
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                doc_id, unit, text = str(record["doc_id"]), int(record["unit"]), record["text"]
+                if not isinstance(text, str):
+                    raise TypeError("text is not a string")
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                raise FormatError(path, line_no, f'a segments line is {{"doc_id", "unit", "text"}} ({err})') from None
+            segments.setdefault(doc_id, []).append((unit, text))
+    return segments
+
+
+def make_pairs(run: Run, topics: Mapping[str, str], segments: Mapping[str, Sequence[tuple[int, str]]],
+               candidates: int, segments_path: str | os.PathLike = "segments") -> list[Pair]:
+    """Every (query, unit) pair of the top-`candidates` documents, in the output order."""
+    pairs: list[Pair] = []
+    for qid, doc_ids in top_k_docs(run, candidates).items():
+        if qid not in topics:
+            raise ValueError(f"query {qid} of the run has no text in the topics file")
+        for rank, doc_id in enumerate(doc_ids, start=1):
+            if doc_id not in segments:
+                raise FormatError(segments_path, None,
+                                  f"no segments for document {doc_id} (query {qid}, rank {rank}); segment the same run "
+                                  f"with --candidates >= {candidates}")
+            pairs.extend(Pair(qid, doc_id, unit, topics[qid], text) for unit, text in segments[doc_id])
+    return pairs
+
+
+# ---------------------------------------------------------------- hardware
+
+def cpu_info() -> dict[str, Any]:
+    """CPU model name and flags from /proc/cpuinfo (empty on systems without it)."""
+    model, flags = "unknown", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == "unknown":
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {"model": model, "flags": flags}
+
+
+def cpu_threads() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def compute_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """fp32 for exact; the hardware's fast half type, or PrecisionNotApplicable with the reason."""
+    if precision == "exact":
+        return torch.float32
+    if precision != "fast":
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    info = cpu_info()
+    if not any(flag in info["flags"] for flag in CPU_BF16_FLAGS):
+        raise PrecisionNotApplicable(
+            f"fast precision needs bf16 arithmetic, but this CPU ({info['model']}) has neither "
+            f"{' nor '.join(CPU_BF16_FLAGS)}; bf16 would be emulated in software, slower than fp32. "
+            "Use --precision exact.")
+    return torch.bfloat16
+
+
+# ---------------------------------------------------------------- cache
+
+class ScoreCache:
+    """Content-addressed scores in SQLite (WAL, busy timeout), shared by processes and experiments."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.path = Path(directory) / "scores.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=120)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=120000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, score REAL NOT NULL) WITHOUT ROWID")
+        self._db.commit()
+
+    @staticmethod
+    def key(context: Sequence[Any], query: str, text: str) -> bytes:
+        return hashlib.sha256(json.dumps([*context, query, text], ensure_ascii=False).encode()).digest()[:16]
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, float]:
+        found: dict[bytes, float] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self._db.execute(f"SELECT key, score FROM scores WHERE key IN ({marks})", chunk).fetchall())
+        return found
+
+    def put(self, items: Iterable[tuple[bytes, float]]) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR IGNORE INTO scores (key, score) VALUES (?, ?)", items)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+# ---------------------------------------------------------------- model
+
+def supports_cls_only(model: Any) -> bool:
+    """A BERT classifier whose encoder `bert_cls_logits` reproduces: absolute positions, an encoder."""
+    config = model.config
+    return (config.model_type == "bert" and not config.is_decoder and hasattr(model, "bert")
+            and getattr(config, "position_embedding_type", "absolute") == "absolute"
+            and (hasattr(model, "classifier") or hasattr(model, "cls")))
+
+
+def _attention(layer: Any, queries: torch.Tensor, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """One BERT self-attention block for the positions in `queries` attending to all of `hidden`."""
+    attention = layer.attention.self
+    heads, size = attention.num_attention_heads, attention.attention_head_size
+
+    def split(x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.shape[0], x.shape[1], heads, size).transpose(1, 2)
+
+    context = torch.nn.functional.scaled_dot_product_attention(
+        split(attention.query(queries)), split(attention.key(hidden)), split(attention.value(hidden)),
+        attn_mask=mask, scale=attention.scaling)
+    context = context.transpose(1, 2).reshape(queries.shape[0], queries.shape[1], heads * size)
+    return layer.attention.output(context, queries)
+
+
+def _feed_forward(layer: Any, hidden: torch.Tensor) -> torch.Tensor:
+    return layer.output(layer.intermediate(hidden), hidden)
+
+
+def bert_cls_logits(model: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Logits of a BERT classifier (eval mode), with its last layer computed for [CLS] only."""
+    mask = batch["attention_mask"]
+    # Boolean (batch, 1, 1, length) mask for SDPA; none when nothing is padded (a faster kernel).
+    sdpa_mask = None if bool(mask.all()) else mask.bool()[:, None, None, :]
+    hidden = model.bert.embeddings(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"])
+    *layers, last = model.bert.encoder.layer
+    for layer in layers:
+        hidden = _feed_forward(layer, _attention(layer, hidden, hidden, sdpa_mask))
+    cls = _feed_forward(last, _attention(last, hidden[:, :1], hidden, sdpa_mask))
+    pooled = model.bert.pooler(cls) if model.bert.pooler is not None else cls[:, 0]
+    head = model.classifier if hasattr(model, "classifier") else model.cls
+    return head(pooled)
+
+
+class Scorer:
+    """Batched, length-bucketed, dynamically padded scoring of (query, text) pairs."""
+
+    def __init__(self, classifier: Classifier, kind: str = "logit", precision: str = "exact",
+                 device: str = "auto", batch_size: int = 64, max_length: int | None = None,
+                 threads: int | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        if batch_size < 1:
+            raise ValueError("batch size must be positive")
+        self.classifier = classifier
+        self.kind = kind
+        self.device = pick_device(device)
+        self.dtype = compute_dtype(precision, self.device)
+        self.precision = precision
+        self.batch_size = batch_size
+        self.max_length = min(max_length or classifier.max_length, classifier.max_length)
+        if self.device.type == "cpu":
+            self.threads = threads or cpu_threads()
+            torch.set_num_threads(self.threads)
+        else:
+            self.threads = None
+        classifier.model.to(self.device)
+        pad = classifier.tokenizer.pad_token_id
+        self.pad_id = 0 if pad is None else int(pad)
+        self.cls_only = supports_cls_only(classifier.model)
+
+    @property
+    def cache_context(self) -> list[Any]:
+        """What a cached score depends on besides the two texts."""
+        return [self.classifier.fingerprint, self.kind, str(self.dtype).removeprefix("torch."), self.max_length]
+
+    def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+        encoded = self.classifier.tokenizer(list(queries), list(texts), truncation="longest_first",
+                                            max_length=self.max_length, return_attention_mask=False)
+        types = encoded.get("token_type_ids") or [[0] * len(ids) for ids in encoded["input_ids"]]
+        return encoded["input_ids"], types
+
+    def _batch(self, ids: Sequence[list[int]], types: Sequence[list[int]]) -> dict[str, torch.Tensor]:
+        width = max(map(len, ids))
+        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
+        token_types = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, (seq, typ) in enumerate(zip(ids, types)):
+            input_ids[row, :len(seq)] = seq
+            token_types[row, :len(typ)] = typ
+            mask[row, :len(seq)] = 1
+        batch = {"input_ids": input_ids, "token_type_ids": token_types, "attention_mask": mask}
+        return {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
+
+    def _kept(self, logits: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()
+        index = self.classifier.relevant_index
+        if self.kind == "logit":
+            return logits[:, index]
+        if logits.shape[1] == 1:
+            return torch.nn.functional.logsigmoid(logits[:, 0])
+        return torch.log_softmax(logits, dim=1)[:, index]
+
+    def score_tokens(self, ids: Sequence[list[int]], types: Sequence[list[int]],
+                     progress: tqdm | None = None) -> np.ndarray:
+        """Scores of tokenised pairs, in their order; batches hold pairs of similar length."""
+        scores = np.empty(len(ids), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))  # longest first: memory errors early
+        autocast = torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
+        with torch.inference_mode(), autocast:
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start:start + self.batch_size]
+                batch = self._batch([ids[i] for i in rows], [types[i] for i in rows])
+                logits = (bert_cls_logits(self.classifier.model, batch) if self.cls_only
+                          else self.classifier.model(**batch).logits)
+                scores[rows] = self._kept(logits).cpu().numpy()
+                if progress is not None:
+                    progress.update(len(rows))
+        return scores
+
+    def score(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
+        """Scores of (query, text) pairs, as float32 in input order."""
+        if not queries:
+            return np.empty(0, dtype=np.float32)
+        return self.score_tokens(*self.tokenize(queries, texts), progress=progress)
+
+
+# ---------------------------------------------------------------- shards and output
+
+def format_row(pair: Pair, score: float) -> str:
+    return f"{pair.qid}\t{pair.doc_id}\t{pair.unit}\t{score:.9g}\n"
+
+
+def shard_dir(out: str | os.PathLike) -> Path:
+    return Path(str(out) + ".shards")
+
+
+def meta_path(out: str | os.PathLike) -> Path:
+    return Path(str(out) + ".meta.json")
+
+
+def _plan_digest(pairs: Sequence[Pair], context: Sequence[Any], shard_size: int) -> str:
+    digest = hashlib.sha256(json.dumps([*context, shard_size]).encode())
+    for pair in pairs:
+        digest.update(f"{pair.qid}\t{pair.doc_id}\t{pair.unit}\t{pair.query}\t{pair.text}\n".encode())
+    return digest.hexdigest()
+
+
+def _prepare_shards(directory: Path, plan: str) -> None:
+    """Keep shards of the same plan; shards of another plan (other pairs or model) are discarded."""
+    plan_file = directory / "plan.json"
+    if directory.exists():
+        previous = json.loads(plan_file.read_text()).get("plan") if plan_file.exists() else None
+        if previous == plan:
+            return
+        print(f"score: {directory} holds shards of other inputs; starting over", file=sys.stderr)
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    plan_file.write_text(json.dumps({"plan": plan}) + "\n")
+
+
+def score_pairs_sharded(scorer: Scorer, pairs: Sequence[Pair], out: str | os.PathLike,
+                        cache: ScoreCache | None = None, shard_size: int = DEFAULT_SHARD_SIZE) -> dict[str, Any]:
+    """Score pairs shard by shard into `out` (resuming finished shards); return counts for the meta."""
+    if shard_size < 1:
+        raise ValueError("shard size must be positive")
+    out = Path(out)
+    directory = shard_dir(out)
+    _prepare_shards(directory, _plan_digest(pairs, scorer.cache_context, shard_size))
+    n_shards = max(1, -(-len(pairs) // shard_size))
+    shard_files = [directory / f"shard-{i:05d}.tsv" for i in range(n_shards)]
+    first_missing = next((i for i, f in enumerate(shard_files) if not f.exists()), n_shards)
+    counts = {"pairs": len(pairs), "shards": n_shards, "shards_resumed": first_missing,
+              "cache_hits": 0, "scored": 0, "model_seconds": 0.0}
+    progress = tqdm(total=len(pairs), initial=min(first_missing * shard_size, len(pairs)), desc="score",
+                    unit="pair", unit_scale=True, file=sys.stderr, smoothing=0.05)
+    for index in range(first_missing, n_shards):
+        shard = pairs[index * shard_size:(index + 1) * shard_size]
+        keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in shard]
+        known = cache.get(list(dict.fromkeys(keys))) if cache is not None else {}
+        todo = [k for k in dict.fromkeys(keys) if k not in known]  # unique, in shard order
+        first_pair = {}
+        for key, pair in zip(keys, shard):
+            first_pair.setdefault(key, pair)
+        counts["cache_hits"] += sum(key in known for key in keys)
+        progress.update(len(shard) - len(todo))
+        started = time.perf_counter()
+        values = scorer.score([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress)
+        counts["model_seconds"] += time.perf_counter() - started
+        counts["scored"] += len(todo)
+        fresh = {k: float(v) for k, v in zip(todo, values)}
+        if cache is not None:
+            cache.put(fresh.items())
+        known.update(fresh)
+        tmp = shard_files[index].with_suffix(".tsv.tmp")
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(format_row(pair, known[key]) for key, pair in zip(keys, shard))
+        os.replace(tmp, shard_files[index])
+    progress.close()
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "wb") as f:
+        for shard_file in shard_files:
+            with open(shard_file, "rb") as part:
+                shutil.copyfileobj(part, f)
+    os.replace(tmp, out)
+    shutil.rmtree(directory)
+    return counts
+
+
+def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str | os.PathLike,
+              topics_path: str | os.PathLike, out: str | os.PathLike, candidates: int = 100,
+              kind: str = "logit", batch_size: int = 64, precision: str = "exact",
+              cache_dir: str | os.PathLike | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
+              device: str = "auto", max_length: int | None = None, num_layers: int | None = None,
+              threads: int | None = None) -> dict[str, Any]:
+    """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta."""
+    started = time.perf_counter()
+    resolve_source(checkpoint)  # a missing checkpoint fails before the inputs are read
+    run = read_run(run_path)
+    topics = read_topics_tsv(topics_path)
+    pairs = make_pairs(run, topics, read_segments(segments_path), candidates, segments_path)
+    classifier = load_classifier(checkpoint, num_layers=num_layers)
+    scorer = Scorer(classifier, kind=kind, precision=precision, device=device, batch_size=batch_size,
+                    max_length=max_length, threads=threads)
+    cache = ScoreCache(cache_dir) if cache_dir is not None else None
+    try:
+        counts = score_pairs_sharded(scorer, pairs, out, cache=cache, shard_size=shard_size)
+    finally:
+        if cache is not None:
+            cache.close()
+    seconds = time.perf_counter() - started
+    meta = {
+        "checkpoint": checkpoint, "fingerprint": classifier.fingerprint, "num_layers": num_layers,
+        "kind": kind, "precision": precision, "dtype": str(scorer.dtype).removeprefix("torch."),
+        "device": str(scorer.device), "threads": scorer.threads, "batch_size": batch_size,
+        "max_length": scorer.max_length, "candidates": candidates, "shard_size": shard_size,
+        "cache": str(cache.path) if cache is not None else None, **counts,
+        "seconds": round(seconds, 3), "pairs_per_second": round(len(pairs) / seconds, 1),
+        "model_pairs_per_second": round(counts["scored"] / counts["model_seconds"], 1) if counts["scored"] else None,
+        "model_seconds": round(counts["model_seconds"], 3),
+        "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path)},
+    }
+    tmp = meta_path(out).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, meta_path(out))
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="HF id or checkpoint directory")
+    parser.add_argument("--segments", required=True, help="segments JSONL from `python -m reranker segment`")
+    parser.add_argument("--run", required=True, help="first-stage TREC run")
+    parser.add_argument("--topics", required=True, help="topics.tsv (qid<TAB>text)")
+    parser.add_argument("--out", required=True, help="output TSV: qid, doc_id, unit, score")
+    parser.add_argument("--candidates", type=int, help="K (default: segment.candidates)")
+    parser.add_argument("--kind", choices=KINDS, help="kept score (default: score.kind)")
+    parser.add_argument("--batch-size", type=int, help="pairs per batch (default: score.batch_size)")
+    parser.add_argument("--precision", choices=PRECISIONS, help="exact (fp32) or fast (bf16) (default: score.precision)")
+    parser.add_argument("--cache", help="score cache directory (default: <workdir>/cache)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the score cache")
+    parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="pairs per resumable shard")
+    parser.add_argument("--device", help="auto, cpu, cuda, cuda:1 ... (default: score.device)")
+    parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
+    parser.add_argument("--num-layers", type=int, help="keep only the first N encoder layers (tests, benchmarks)")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
+    parser.add_argument("--config", help="experiment config file (default: workflow/config/config.yaml)")
+    args = parser.parse_args(argv)
+    from reranker.config import load_config
+
+    config = load_config(args.config)
+    defaults = config.get("score", {})
+    cache_dir = None if args.no_cache else (args.cache or str(Path(config["workdir"]) / "cache"))
+    try:
+        meta = score_run(args.checkpoint, args.segments, args.run, args.topics, args.out,
+                         candidates=args.candidates or config.get("segment", {}).get("candidates", 100),
+                         kind=args.kind or defaults.get("kind", "logit"),
+                         batch_size=args.batch_size or defaults.get("batch_size", 64),
+                         precision=args.precision or defaults.get("precision", "exact"),
+                         cache_dir=cache_dir, shard_size=args.shard_size,
+                         device=args.device or defaults.get("device", "auto"), max_length=args.max_length,
+                         num_layers=args.num_layers, threads=args.threads)
+    except (CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
+        print(f"score: {err}", file=sys.stderr)
+        return 1
+    print(f"{meta['pairs']} pairs ({meta['cache_hits']} from the cache) in {meta['seconds']:.1f}s "
+          f"-> {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,297 @@
+"""Split a run's top-K documents into scoring units: pysbd sentences (Birch) or word passages.
+
+`sentences`: the title and the body of each document are split into sentences by pysbd 0.3.4, the
+rule-based splitter that scores best on its Golden Rules set. Whitespace is collapsed first, because
+pysbd treats every line break as a boundary (Cranfield's text is hard-wrapped). A sentence too long
+to fit beside the longest query in the model's max length is cut into consecutive word windows,
+each within `max_length - longest query tokens - 3` tokens under the model's tokenizer, so the
+scorer never truncates a sentence.
+
+`passages`: fixed word windows (Dai & Callan 2019): `length` words every `stride` words, each
+prefixed by the title unless `title=False`; the scorer truncates them at its max length.
+
+Output: JSONL `{"doc_id", "unit", "text"}` sorted by doc_id then unit (0, 1, ...), every document
+of the run's top-K once, at least one unit per document (an empty document gets one empty unit,
+so that every candidate keeps a score). A sidecar `<out>.meta.json` records the splitter and its
+version, K, the token budget, the tokenizer and the checksums of the inputs. Identical inputs give
+byte-identical outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from reranker.trec import FormatError, Run, qid_order, read_run, read_topics_tsv, sorted_docs
+
+UNITS = ("sentences", "passages")
+SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
+# The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
+DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
+MIN_BUDGET = 8
+
+try:
+    from reranker.collections import strip_markup
+except ImportError:
+    _TAG = re.compile(r"<[^<>]{0,500}>")
+
+    def strip_markup(text: str) -> str:
+        """Drop SGML/HTML tags, unescape entities, collapse whitespace."""
+        return " ".join(html.unescape(_TAG.sub(" ", text)).split())
+
+
+@dataclass(frozen=True)
+class Unit:
+    doc_id: str
+    unit: int
+    text: str
+
+    def to_json(self) -> str:
+        return json.dumps({"doc_id": self.doc_id, "unit": self.unit, "text": self.text}, ensure_ascii=False)
+
+
+def top_k_docs(run: Run, k: int) -> dict[str, list[str]]:
+    """The top-k documents of each query, ranked as trec_eval ranks them."""
+    return {qid: [doc for doc, _ in sorted_docs(run[qid])[:k]] for qid in qid_order(run)}
+
+
+def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
+    """Read {doc_id: (title, text)} from docs.jsonl for the wanted ids; every wanted id must be there."""
+    docs: dict[str, tuple[str, str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                doc_id = str(record["id"])
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise FormatError(path, line_no, f"a docs line is a JSON object with id, title, text ({err})") from None
+            if doc_id in wanted:
+                docs[doc_id] = (str(record.get("title") or ""), str(record.get("text") or ""))
+    missing = sorted(wanted - docs.keys())
+    if missing:
+        raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")
+    return docs
+
+
+def title_and_body(title: str, text: str) -> tuple[str, str]:
+    """Clean title and body; a body that starts with its title (Cranfield) loses that copy."""
+    title, body = strip_markup(title), strip_markup(text)
+    if title and body.startswith(title):
+        body = body[len(title):].lstrip()
+    return title, body
+
+
+class SentenceSplitter:
+    name = "pysbd"
+
+    def __init__(self, language: str = "en"):
+        import pysbd
+
+        self.version = pysbd.__version__
+        self.language = language
+        self._segmenter = pysbd.Segmenter(language=language, clean=False)
+
+    def split(self, text: str) -> list[str]:
+        text = " ".join(text.split())
+        if not text:
+            return []
+        return [s for s in (s.strip() for s in self._segmenter.segment(text)) if s]
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def token_budget(tokenizer: Any, queries: Iterable[str], max_length: int) -> int:
+    """Tokens left for a unit beside the longest query: max_length - longest query - 3 special tokens."""
+    longest = max((count_tokens(tokenizer, q) for q in queries), default=0)
+    budget = max_length - longest - SPECIAL_TOKENS
+    if budget < MIN_BUDGET:
+        raise ValueError(f"max_length {max_length} leaves {budget} tokens for text beside a {longest}-token query; "
+                         f"raise --max-length")
+    return budget
+
+
+def windows(text: str, tokenizer: Any, budget: int) -> list[str]:
+    """Cut text into consecutive word windows of at most `budget` tokens each (one window if it fits)."""
+    words = text.split()
+    if not words:
+        return []
+    # Tokenise once; a word's token count is the number of tokens that start inside it.
+    encoding = tokenizer(" ".join(words), add_special_tokens=False, return_offsets_mapping=True)
+    starts, position = [], 0
+    for word in words:
+        starts.append(position)
+        position += len(word) + 1
+    counts = [0] * len(words)
+    word_index = 0
+    for start, end in encoding["offset_mapping"]:
+        if end == start:
+            continue
+        while word_index + 1 < len(words) and start >= starts[word_index + 1]:
+            word_index += 1
+        counts[word_index] += 1
+    if sum(counts) <= budget:
+        return [" ".join(words)]
+    out: list[str] = []
+    first = 0
+    while first < len(words):
+        last, used = first, 0
+        while last < len(words) and (last == first or used + counts[last] <= budget):
+            used += counts[last]
+            last += 1
+        piece = " ".join(words[first:last])
+        # Per-word counts are exact for WordPiece; other tokenizers merge across spaces, so check.
+        while last - first > 1 and count_tokens(tokenizer, piece) > budget:
+            last -= 1
+            piece = " ".join(words[first:last])
+        if count_tokens(tokenizer, piece) > budget:  # a single word longer than the budget
+            out.extend(_cut_word(piece, tokenizer, budget))
+        else:
+            out.append(piece)
+        first = last
+    return out
+
+
+def _cut_word(word: str, tokenizer: Any, budget: int) -> list[str]:
+    offsets = tokenizer(word, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    cuts = [offsets[i][0] for i in range(0, len(offsets), budget)] + [len(word)]
+    return [word[a:b] for a, b in zip(cuts, cuts[1:]) if word[a:b]]
+
+
+def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitter,
+                   tokenizer: Any, budget: int) -> list[Unit]:
+    spans = splitter.split(title) + splitter.split(body)
+    texts = [piece for span in spans for piece in windows(span, tokenizer, budget)]
+    return [Unit(doc_id, i, text) for i, text in enumerate(texts or [""])]
+
+
+def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, with_title: bool) -> list[Unit]:
+    words = body.split()
+    texts = []
+    for start in range(0, max(len(words), 1), stride):
+        passage = " ".join(words[start:start + length])
+        texts.append(f"{title} {passage}".strip() if with_title else passage)
+        if start + length >= len(words):
+            break
+    return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, lines: Iterable[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+    os.replace(tmp, path)
+
+
+def meta_path(out: str | os.PathLike) -> Path:
+    return Path(str(out) + ".meta.json")
+
+
+def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_path: str | os.PathLike,
+            out: str | os.PathLike, unit: str = "sentences", candidates: int = 100,
+            tokenizer: str = DEFAULT_TOKENIZER, max_length: int = 128,
+            passage_length: int = 150, passage_stride: int = 100, passage_title: bool = True) -> dict[str, Any]:
+    """Segment the top-`candidates` documents of a run; write `out` and `<out>.meta.json`; return the meta."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+    if candidates < 1 or passage_length < 1 or passage_stride < 1:
+        raise ValueError("candidates, passage length and passage stride must be positive")
+    run = read_run(run_path)
+    topics = read_topics_tsv(topics_path)
+    missing_topics = sorted(set(run) - topics.keys())
+    if missing_topics:
+        raise FormatError(topics_path, None, f"no text for {len(missing_topics)} queries of the run, e.g. {missing_topics[:5]}")
+    wanted = {doc for docs in top_k_docs(run, candidates).values() for doc in docs}
+    docs = read_docs(docs_path, wanted)
+
+    meta: dict[str, Any] = {"unit": unit, "candidates": candidates, "documents": len(docs),
+                            "inputs": {name: {"path": str(p), "sha256": sha256_file(p)} for name, p in
+                                       (("docs", docs_path), ("run", run_path), ("topics", topics_path))}}
+    if unit == "sentences":
+        from transformers import AutoTokenizer
+
+        from reranker.models import resolve_source
+
+        tok = AutoTokenizer.from_pretrained(resolve_source(tokenizer))
+        budget = token_budget(tok, (topics[qid] for qid in run), max_length)
+        splitter = SentenceSplitter()
+        meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},
+                    tokenizer=tokenizer, max_length=max_length, token_budget=budget)
+
+        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
+            return sentence_units(doc_id, title, body, splitter, tok, budget)
+    else:
+        meta.update(passages={"length": passage_length, "stride": passage_stride, "title": passage_title})
+
+        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
+            return passage_units(doc_id, title, body, passage_length, passage_stride, passage_title)
+
+    units: list[Unit] = []
+    for doc_id in tqdm(sorted(docs), desc=f"segment {unit}", unit="doc", file=sys.stderr):
+        units.extend(units_of(doc_id, *title_and_body(*docs[doc_id])))
+    meta["units"] = len(units)
+    out = Path(out)
+    write_atomic(out, (u.to_json() for u in units))
+    write_atomic(meta_path(out), [json.dumps(meta, indent=2, sort_keys=True)])
+    return meta
+
+
+def config_defaults(config_file: str | None) -> Mapping[str, Any]:
+    from reranker.config import load_config
+
+    return load_config(config_file).get("segment", {})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker segment", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", required=True, help="docs.jsonl ({id, title, text} per line)")
+    parser.add_argument("--run", required=True, help="first-stage TREC run")
+    parser.add_argument("--topics", required=True, help="topics.tsv (qid<TAB>text)")
+    parser.add_argument("--out", required=True, help="output JSONL")
+    parser.add_argument("--unit", choices=UNITS, default="sentences")
+    parser.add_argument("--candidates", type=int, help="K (default: segment.candidates)")
+    parser.add_argument("--tokenizer", default=DEFAULT_TOKENIZER, help="HF id or directory, for the token budget")
+    parser.add_argument("--max-length", type=int, help="query + unit tokens (default: segment.max_length)")
+    parser.add_argument("--passage-length", type=int, help="words per passage (default: segment.passages.length)")
+    parser.add_argument("--passage-stride", type=int, help="words between passage starts (default: segment.passages.stride)")
+    parser.add_argument("--no-title", action="store_true", help="do not prefix passages with the title")
+    parser.add_argument("--config", help="experiment config file (default: workflow/config/config.yaml)")
+    args = parser.parse_args(argv)
+    defaults = config_defaults(args.config)
+    passages = defaults.get("passages", {})
+    try:
+        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit,
+                       candidates=args.candidates or defaults.get("candidates", 100),
+                       tokenizer=args.tokenizer, max_length=args.max_length or defaults.get("max_length", 128),
+                       passage_length=args.passage_length or passages.get("length", 150),
+                       passage_stride=args.passage_stride or passages.get("stride", 100),
+                       passage_title=passages.get("title", True) and not args.no_title)
+    except (FormatError, FileNotFoundError, ValueError) as err:
+        print(f"segment: {err}", file=sys.stderr)
+        return 1
+    print(f"{meta['units']} {args.unit} from {meta['documents']} documents -> {args.out}", file=sys.stderr)
+    return 0

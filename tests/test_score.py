@@ -1,0 +1,151 @@
+"""Scoring with a real (tiny) model: batched = one pair at a time, kill/resume, cache, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from reranker import score as sc
+from reranker import segment as seg
+from reranker.models import load_classifier
+from reranker.trec import read_run, read_topics_tsv
+from test_segment import cranfield_inputs
+
+CANDIDATES = 10
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("score-inputs")
+    paths = cranfield_inputs(directory)
+    paths["segments"] = directory / "sentences.jsonl"
+    seg.segment(paths["docs"], paths["run"], paths["topics"], paths["segments"], unit="sentences",
+                candidates=CANDIDATES, tokenizer=str(tiny_model_dir), max_length=128)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def pairs(inputs) -> list[sc.Pair]:
+    return sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]),
+                         sc.read_segments(inputs["segments"]), CANDIDATES)
+
+
+def cli_args(inputs: dict[str, Path], checkpoint: Path, out: Path, cache: Path, *extra: str) -> list[str]:
+    return ["--checkpoint", str(checkpoint), "--segments", str(inputs["segments"]), "--run", str(inputs["run"]),
+            "--topics", str(inputs["topics"]), "--candidates", str(CANDIDATES), "--out", str(out),
+            "--cache", str(cache), *extra]
+
+
+@pytest.mark.parametrize("kind", sc.KINDS)
+def test_batched_bucketed_scores_equal_one_pair_at_a_time(tiny_model_dir, pairs, kind):
+    classifier = load_classifier(str(tiny_model_dir))
+    scorer = sc.Scorer(classifier, kind=kind, batch_size=16)
+    assert scorer.cls_only  # the fast BERT path is the one under test
+    sample = pairs[::3]
+    batched = scorer.score([p.query for p in sample], [p.text for p in sample])
+    index = classifier.relevant_index
+    with torch.inference_mode():
+        for pair, value in zip(sample, batched):
+            encoded = classifier.tokenizer(pair.query, pair.text, return_tensors="pt")
+            logits = classifier.model(**encoded).logits[0]
+            expected = logits[index] if kind == "logit" else torch.log_softmax(logits, dim=0)[index]
+            assert abs(float(expected) - float(value)) < 1e-5
+    assert len({len(classifier.tokenizer(p.query, p.text)["input_ids"]) for p in sample}) > 10  # varied lengths
+
+
+def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tmp_path):
+    shard_size = 64
+    assert len(pairs) > 4 * shard_size
+    resumed, uninterrupted = tmp_path / "resumed.tsv", tmp_path / "uninterrupted.tsv"
+    args = cli_args(inputs, tiny_model_dir, resumed, tmp_path / "cache-a", "--shard-size", str(shard_size),
+                    "--batch-size", "8")
+    process = subprocess.Popen([sys.executable, "-m", "reranker", "score", *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first_shard = sc.shard_dir(resumed) / "shard-00000.tsv"
+    deadline = time.monotonic() + 90
+    while not first_shard.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert first_shard.exists() and not resumed.exists(), "the run finished or failed before it could be killed"
+
+    assert sc.main(args) == 0
+    meta = json.loads(sc.meta_path(resumed).read_text())
+    assert meta["shards_resumed"] >= 1 and meta["shards"] == -(-len(pairs) // shard_size)
+    assert not sc.shard_dir(resumed).exists()
+
+    assert sc.main(cli_args(inputs, tiny_model_dir, uninterrupted, tmp_path / "cache-b",
+                            "--shard-size", str(shard_size), "--batch-size", "8")) == 0
+    assert resumed.read_bytes() == uninterrupted.read_bytes()
+    rows = uninterrupted.read_text().splitlines()
+    assert [tuple(r.split("\t")[:3]) for r in rows] == [(p.qid, p.doc_id, str(p.unit)) for p in pairs]
+
+
+def test_cache_is_reused_and_keyed_by_model_and_kind(inputs, pairs, tiny_model_dir, tmp_path):
+    cache = tmp_path / "cache"
+    common = dict(candidates=CANDIDATES, cache_dir=cache, batch_size=32)
+    first = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+                         tmp_path / "first.tsv", **common)
+    unique = len({(p.query, p.text) for p in pairs})
+    assert first["pairs"] == len(pairs) and first["scored"] == unique
+
+    again = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+                         tmp_path / "again.tsv", **common)
+    assert again["scored"] == 0 and again["cache_hits"] == len(pairs)
+    assert (tmp_path / "again.tsv").read_bytes() == (tmp_path / "first.tsv").read_bytes()
+
+    def scores(path: Path) -> np.ndarray:
+        return np.array([float(line.split("\t")[3]) for line in path.read_text().splitlines()])
+
+    sliced = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+                          tmp_path / "sliced.tsv", num_layers=1, **common)
+    assert sliced["fingerprint"] != first["fingerprint"] and sliced["scored"] == unique
+    assert np.abs(scores(tmp_path / "sliced.tsv") - scores(tmp_path / "first.tsv")).max() > 1e-3
+
+    log_prob = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+                            tmp_path / "log_prob.tsv", kind="log_prob", **common)
+    assert log_prob["scored"] == unique
+    assert (scores(tmp_path / "log_prob.tsv") < 0).all()
+
+
+def test_missing_checkpoint_is_a_clear_error(inputs, tmp_path, capsys):
+    missing = tmp_path / "no-such-checkpoint"
+    assert sc.main(cli_args(inputs, missing, tmp_path / "out.tsv", tmp_path / "cache")) == 1
+    err = capsys.readouterr().err
+    assert str(missing) in err and "not found" in err
+
+
+def test_malformed_segments_name_the_file_and_line(inputs, tiny_model_dir, tmp_path, capsys):
+    lines = inputs["segments"].read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines[:4] + ['{"doc_id": "1", "text": "no unit"}'] + lines[4:]) + "\n")
+    args = cli_args(inputs, tiny_model_dir, tmp_path / "out.tsv", tmp_path / "cache")
+    args[args.index("--segments") + 1] = str(broken)
+    assert sc.main(args) == 1
+    assert f"{broken}:5" in capsys.readouterr().err
+
+
+def test_run_documents_without_segments_are_an_error(inputs):
+    segments = sc.read_segments(inputs["segments"])
+    with pytest.raises(sc.FormatError, match=r"no segments for document \S+ \(query \d+, rank 11\)"):
+        sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]), segments, CANDIDATES + 1,
+                      inputs["segments"])
+
+
+def test_fast_precision_runs_in_bf16_or_says_why_not(tiny_model_dir):
+    classifier = load_classifier(str(tiny_model_dir))
+    flags = sc.cpu_info()["flags"]
+    if any(flag in flags for flag in sc.CPU_BF16_FLAGS):
+        assert sc.Scorer(classifier, precision="fast", device="cpu").dtype == torch.bfloat16
+    else:
+        with pytest.raises(sc.PrecisionNotApplicable, match="avx512_bf16"):
+            sc.Scorer(classifier, precision="fast", device="cpu")

@@ -1,0 +1,153 @@
+"""Segmentation of real Cranfield documents: sentences (pysbd), token windows, word passages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from reranker import segment as seg
+from reranker.trec import read_run, sorted_docs, write_run, write_topics_tsv
+
+QUERIES = 3
+DEPTH = 20
+
+
+def cranfield_inputs(directory: Path, queries: int = QUERIES, depth: int = DEPTH) -> dict[str, Path]:
+    """docs.jsonl, topics.tsv and a word-overlap run of the first Cranfield queries, as the stages write them."""
+    import ir_datasets
+
+    dataset = ir_datasets.load("cranfield")
+    docs = list(dataset.docs_iter())
+    topics = {q.query_id: " ".join(q.text.split()) for q in list(dataset.queries_iter())[:queries]}
+    paths = {name: directory / name for name in ("docs.jsonl", "topics.tsv", "run.txt")}
+    with open(paths["docs.jsonl"], "w", encoding="utf-8") as f:
+        for doc in docs:
+            f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}) + "\n")
+    write_topics_tsv(topics, paths["topics.tsv"])
+    doc_words = {doc.doc_id: set(doc.text.split()) for doc in docs}
+    run = {qid: {doc_id: float(len({w for w in text.split() if len(w) > 3} & words))
+                 for doc_id, words in doc_words.items()} for qid, text in topics.items()}
+    write_run(run, paths["run.txt"], tag="overlap", depth=depth)
+    return {"docs": paths["docs.jsonl"], "topics": paths["topics.tsv"], "run": paths["run.txt"]}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    return cranfield_inputs(tmp_path_factory.mktemp("cranfield"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def read_units(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_sentences_are_deterministic_sorted_and_described(inputs, tiny_model_dir, tmp_path):
+    import pysbd
+
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for out in (first, second):
+        seg.segment(inputs["docs"], inputs["run"], inputs["topics"], out, unit="sentences", candidates=10,
+                    tokenizer=str(tiny_model_dir), max_length=128)
+    assert first.read_bytes() == second.read_bytes()
+    units = read_units(first)
+    expected_docs = {doc for docs in seg.top_k_docs(read_run(inputs["run"]), 10).values() for doc in docs}
+    assert {u["doc_id"] for u in units} == expected_docs
+    keys = [(u["doc_id"], u["unit"]) for u in units]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(u["text"] for u in units)
+    assert len(units) > 3 * len(expected_docs)  # split into sentences, not kept whole
+
+    meta = json.loads(seg.meta_path(first).read_text())
+    assert meta["splitter"] == {"name": "pysbd", "version": pysbd.__version__, "language": "en"}
+    assert meta["candidates"] == 10 and meta["max_length"] == 128 and meta["units"] == len(units)
+    assert meta["tokenizer"] == str(tiny_model_dir)
+    assert {name: entry["sha256"] for name, entry in meta["inputs"].items()} == {
+        name: sha256(inputs[name]) for name in ("docs", "run", "topics")}
+
+
+def test_long_sentences_are_cut_into_windows_within_the_budget(inputs, tiny_model_dir, tokenizer, tmp_path):
+    out = tmp_path / "windows.jsonl"
+    meta = seg.segment(inputs["docs"], inputs["run"], inputs["topics"], out, unit="sentences", candidates=5,
+                       tokenizer=str(tiny_model_dir), max_length=48)
+    topics = [line.split("\t", 1)[1] for line in inputs["topics"].read_text().splitlines()]
+    longest = max(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in topics)
+    assert meta["token_budget"] == 48 - longest - 3
+
+    units = read_units(out)
+    lengths = [len(tokenizer(u["text"], add_special_tokens=False)["input_ids"]) for u in units]
+    assert max(lengths) <= meta["token_budget"]
+    assert max(lengths) > meta["token_budget"] // 2  # windows are filled, not cut word by word
+    # Nothing is lost: a document's units hold its title and body characters, in order (pysbd may
+    # split a token such as "..", so compare without whitespace).
+    docs = {json.loads(line)["id"]: json.loads(line) for line in inputs["docs"].read_text().splitlines()}
+    for doc_id in {u["doc_id"] for u in units}:
+        title, body = seg.title_and_body(docs[doc_id]["title"], docs[doc_id]["text"])
+        kept = "".join(u["text"] for u in units if u["doc_id"] == doc_id)
+        assert "".join(kept.split()) == "".join((title + body).split())
+
+
+def test_windows_cut_by_words_and_split_an_overlong_word(tokenizer):
+    text = "the boundary layer " * 20 + "x" * 200 + " end"
+    pieces = seg.windows(text, tokenizer, budget=10)
+    assert all(seg.count_tokens(tokenizer, p) <= 10 for p in pieces)
+    assert "".join(pieces).replace(" ", "") == text.replace(" ", "")
+    assert seg.windows("short sentence .", tokenizer, budget=10) == ["short sentence ."]
+
+
+def test_passages_overlap_and_carry_the_title(inputs, tmp_path):
+    out, bare = tmp_path / "passages.jsonl", tmp_path / "bare.jsonl"
+    common = dict(unit="passages", candidates=5, passage_length=20, passage_stride=15)
+    meta = seg.segment(inputs["docs"], inputs["run"], inputs["topics"], out, **common)
+    seg.segment(inputs["docs"], inputs["run"], inputs["topics"], bare, passage_title=False, **common)
+    assert meta["passages"] == {"length": 20, "stride": 15, "title": True}
+    docs = {json.loads(line)["id"]: json.loads(line) for line in inputs["docs"].read_text().splitlines()}
+    units, bare_units = read_units(out), read_units(bare)
+    assert [(u["doc_id"], u["unit"]) for u in units] == [(u["doc_id"], u["unit"]) for u in bare_units]
+    for doc_id in {u["doc_id"] for u in units}:
+        title, body = seg.title_and_body(docs[doc_id]["title"], docs[doc_id]["text"])
+        passages = [u["text"].split() for u in bare_units if u["doc_id"] == doc_id]
+        assert all(len(p) <= 20 for p in passages)
+        for before, after in zip(passages, passages[1:]):
+            assert before[15:] == after[:5]  # 20 - 15 = 5 words of overlap
+        assert passages[-1][-1] == body.split()[-1]
+        titled = [u["text"] for u in units if u["doc_id"] == doc_id]
+        assert all(t == f"{title} {' '.join(p)}" for t, p in zip(titled, passages))
+
+
+def test_cli_writes_units_and_names_bad_lines(inputs, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "cli.jsonl"
+    args = ["--docs", str(inputs["docs"]), "--run", str(inputs["run"]), "--topics", str(inputs["topics"]),
+            "--candidates", "3", "--tokenizer", str(tiny_model_dir), "--out", str(out)]
+    assert seg.main(args) == 0
+    top3 = {doc for docs in seg.top_k_docs(read_run(inputs["run"]), 3).values() for doc in docs}
+    assert {u["doc_id"] for u in read_units(out)} == top3
+
+    broken = tmp_path / "broken.jsonl"
+    lines = inputs["docs"].read_text().splitlines()
+    broken.write_text("\n".join(lines[:2] + ['{"title": "no id"}'] + lines[2:]) + "\n")
+    args[1] = str(broken)
+    assert seg.main(args) == 1
+    assert f"{broken}:3" in capsys.readouterr().err
+
+
+def test_run_documents_missing_from_the_docs_file_are_an_error(inputs, tmp_path):
+    run = read_run(inputs["run"])
+    top_doc = sorted_docs(run[next(iter(run))])[0][0]
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(line + "\n" for line in inputs["docs"].read_text().splitlines()
+                               if json.loads(line)["id"] != top_doc))
+    with pytest.raises(seg.FormatError, match=f"not in the docs file.*'{top_doc}'"):
+        seg.segment(partial, inputs["run"], inputs["topics"], tmp_path / "x.jsonl", unit="passages", candidates=3)
