@@ -31,6 +31,8 @@ class Table:
     groups: list[str]
     measures: list[str]
     rows: list[str] = field(default_factory=list)
+    row_header: str = "System"
+    bold_best: bool = True  # the best row per column; off when rows are not competing systems
     cells: dict[tuple[str, str, str], float] = field(default_factory=dict)
     marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -49,12 +51,14 @@ class Table:
         return f"{value:.4f}{self.marks.get((row, group, measure), '')}"
 
     def best(self, group: str, measure: str) -> str | None:
+        if not self.bold_best:
+            return None
         scored = [(self.cells[(r, group, measure)], r) for r in self.rows if (r, group, measure) in self.cells]
         return max(scored)[1] if scored else None
 
     def to_markdown(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
-        header = ["System"] + [f"{g} {label(m)}" if len(self.groups) > 1 else label(m)
+        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 else label(m)
                                for g in self.groups for m in self.measures]
         lines = [f"**{self.caption}**", "", "| " + " | ".join(header) + " |",
                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
@@ -87,7 +91,7 @@ class Table:
                  "\\toprule"]
         if len(self.groups) > 1:
             lines.append(" & " + " & ".join(f"\\multicolumn{{{len(self.measures)}}}{{c}}{{{_tex(g)}}}" for g in self.groups) + " \\\\")
-        lines.append("System & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.measures) + " \\\\")
+        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.measures) + " \\\\")
         lines.append("\\midrule")
         for row in self.rows:
             cells = []
@@ -255,8 +259,10 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
     results = sub.add_parser("results", help="systems x collections x measures, with significance marks")
-    results.add_argument("--eval", nargs="+", required=True, metavar="COLLECTION:SYSTEM:EVAL.json",
-                         help="one saved evaluation per cell group and row")
+    results.add_argument("--eval", nargs="+", required=True, metavar="GROUP:ROW:EVAL.json",
+                         help="one saved evaluation per cell: column group (e.g. a collection) and row (e.g. a system)")
+    results.add_argument("--row-header", default="System")
+    results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
     results.add_argument("--measures", nargs="+", default=["AP@1000", "P@20", "nDCG@20"])
     results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
@@ -282,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             entries.append((group, row, evaluation))
             inputs += [path] + [p for p in evaluation.source.values() if Path(p).exists()]
         groups = list(dict.fromkeys(g for g, _, _ in entries))
-        table = Table(args.caption, groups, args.measures)
+        table = Table(args.caption, groups, args.measures, row_header=args.row_header, bold_best=not args.no_bold)
         baselines = {g: e for g, r, e in entries if r == args.baseline_row}
         for group, row, evaluation in entries:
             add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None)
