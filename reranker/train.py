@@ -1,0 +1,498 @@
+"""Fine-tune a BERT relevance classifier on query–document judgments (as Nogueira & Cho, and Birch).
+
+Input is `[CLS] query [SEP] title text [SEP]` with a two-way softmax head and cross-entropy loss.
+A training *source* is one collection's files: docs.jsonl ({"id","title","text"}), topics.tsv,
+qrels and a first-stage TREC run. Positives are the judged-relevant documents of each training
+query; negatives are drawn (seeded, per query) from that query's top run candidates, never a
+judged-relevant document.
+
+`train()` fine-tunes on one source (or a mix of several) and writes an HF checkpoint with
+`reranker.json` (what it was trained on, how, checksums, fingerprint), `train_log.jsonl` and
+`loss.png`. `train_chain()` fine-tunes on several sources in turn (A, then B from A's weights),
+keeping each stage. A complete checkpoint whose inputs and hyper-parameters match is reused.
+
+    python -m reranker train --base sentence-transformers/all-MiniLM-L6-v2 \\
+        --docs docs.jsonl --topics topics.tsv --qrels qrels.txt --run bm25.run --out ckpt/scifact
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from reranker import models
+from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, read_topics_tsv, sorted_docs
+
+LOG_FILE = "train_log.jsonl"
+PLOT_FILE = "loss.png"
+CLIP_NORM = 1.0
+MIN_TEXT_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Hyper-parameters; the defaults are workflow/config/config.yaml `training:`."""
+
+    learning_rate: float = 3e-5
+    epochs: float = 1  # fractional epochs stop part-way through the last pass
+    batch_size: int = 16
+    max_length: int = 256  # query + text tokens; the text is truncated, never the query
+    warmup: float = 0.1  # fraction of the steps with a linearly rising learning rate
+    weight_decay: float = 0.01
+    seed: int = 42
+    negatives_per_positive: int = 3
+    negatives_depth: int = 100  # run candidates the negatives are drawn from
+    max_pairs: int | None = None  # cap on training pairs per source
+    device: str = "auto"
+    num_layers: int | None = None  # keep only the first N encoder layers (small tests)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "TrainingConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown training settings: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One collection's training files. `train_qids` (when given) are the only queries trained on."""
+
+    name: str
+    docs: Path
+    topics: Path
+    qrels: Path
+    run: Path
+    train_qids: frozenset[str] | None = None
+    relevant_min_grade: int = 1
+
+    def files(self) -> dict[str, Path]:
+        return {"docs": Path(self.docs), "topics": Path(self.topics), "qrels": Path(self.qrels), "run": Path(self.run)}
+
+
+class Pair(NamedTuple):
+    qid: str
+    docid: str
+    label: int  # 1 relevant, 0 not
+
+
+def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = TrainingConfig(), relevant_min_grade: int = 1,
+                train_qids: frozenset[str] | set[str] | None = None) -> list[Pair]:
+    """Training pairs, in a fixed order: each query's positives, then its sampled negatives.
+
+    Negatives come from the query's top `negatives_depth` run documents minus every judged-relevant
+    one, `negatives_per_positive` per positive (fewer if the pool is smaller). Sampling is seeded per
+    query, so a query's pairs do not depend on which other queries take part.
+    """
+    pairs: list[Pair] = []
+    for qid in qid_order(qrels):
+        if train_qids is not None and qid not in train_qids:
+            continue
+        relevant = {docid for docid, grade in qrels[qid].items() if grade >= relevant_min_grade}
+        if not relevant:
+            continue
+        pool = [docid for docid, _ in sorted_docs(run.get(qid, {}))[:config.negatives_depth] if docid not in relevant]
+        rng = random.Random(f"{config.seed}/{qid}")
+        negatives = rng.sample(pool, min(len(pool), config.negatives_per_positive * len(relevant)))
+        pairs += [Pair(qid, docid, 1) for docid in sorted(relevant)]
+        pairs += [Pair(qid, docid, 0) for docid in negatives]
+    if config.max_pairs is not None and len(pairs) > config.max_pairs:
+        keep = sorted(random.Random(config.seed).sample(range(len(pairs)), config.max_pairs))
+        pairs = [pairs[i] for i in keep]
+    return pairs
+
+
+def read_qids(path: str | os.PathLike) -> frozenset[str]:
+    """Query ids separated by whitespace (one per line, typically)."""
+    with open_text(path) as f:
+        qids = frozenset(f.read().split())
+    if not qids:
+        raise FormatError(path, None, "no query ids")
+    return qids
+
+
+def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, str]:
+    """`title text` of the wanted documents of a docs.jsonl file."""
+    texts: dict[str, str] = {}
+    with open_text(path) as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+                docid = str(doc["id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise FormatError(path, line_no, 'a docs line is a JSON object {"id", "title", "text"}') from None
+            if docid in wanted:
+                texts[docid] = " ".join(part for part in (doc.get("title") or "", doc.get("text") or "") if part)
+    return texts
+
+
+class Examples(NamedTuple):
+    pairs: list[Pair]
+    topics: dict[str, str]
+    docs: dict[str, str]
+    record: dict[str, Any]  # what went in, for reranker.json
+
+
+def load_source(source: Source, config: TrainingConfig) -> Examples:
+    """Read a source's files, build its pairs and resolve them to (query text, document text, label)."""
+    topics, qrels, run = read_topics_tsv(source.topics), read_qrels(source.qrels), read_run(source.run)
+    if source.train_qids is not None:
+        unknown = source.train_qids - topics.keys()
+        if unknown:
+            raise ValueError(f"{source.name}: {len(unknown)} train query ids are not in {source.topics} "
+                             f"(e.g. {', '.join(qid_order(unknown)[:5])})")
+    pairs = build_pairs(qrels, run, config, source.relevant_min_grade, source.train_qids)
+    if not pairs:
+        raise ValueError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
+                         f"{source.relevant_min_grade} in {source.qrels} among the training queries)")
+    qids = {pair.qid for pair in pairs}
+    # The caller decides which queries are for training; make sure no other one slipped in.
+    assert source.train_qids is None or qids <= source.train_qids
+    untitled = qids - topics.keys()
+    if untitled:
+        raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
+                         f"have no topic in {source.topics}")
+    docs = read_docs(source.docs, {pair.docid for pair in pairs})
+    missing = {pair.docid for pair in pairs} - docs.keys()
+    if missing:
+        raise ValueError(f"{source.name}: {len(missing)} judged or retrieved documents are not in {source.docs} "
+                         f"(e.g. {', '.join(sorted(missing)[:5])})")
+    positives = sum(pair.label for pair in pairs)
+    record = {
+        "name": source.name,
+        "files": {kind: str(path) for kind, path in source.files().items()},
+        "sha256": {kind: sha256_file(path) for kind, path in source.files().items()},
+        "train_qids": None if source.train_qids is None else {
+            "count": len(source.train_qids), "sha256": sha256_text("\n".join(qid_order(source.train_qids)))},
+        "relevant_min_grade": source.relevant_min_grade,
+        "queries": len(qids),
+        "pairs": len(pairs),
+        "positives": positives,
+        "negatives": len(pairs) - positives,
+    }
+    return Examples(pairs, topics, docs, record)
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _inputs(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What a checkpoint depends on: base weights, hyper-parameters, data (by content, not path)."""
+    return {
+        "base_fingerprint": meta.get("base_fingerprint"),
+        "training": meta.get("training"),
+        "sources": [{key: source.get(key) for key in ("name", "sha256", "train_qids", "relevant_min_grade")}
+                    for source in meta.get("sources", [])],
+    }
+
+
+def is_complete(out_dir: str | os.PathLike) -> bool:
+    return bool(models.read_meta(out_dir).get("complete")) if Path(out_dir).is_dir() else False
+
+
+@contextlib.contextmanager
+def deterministic(seed: int) -> Iterator[None]:
+    """Seed python, numpy and torch; deterministic torch kernels for the duration."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+def optimizer_for(model: torch.nn.Module, config: TrainingConfig) -> torch.optim.AdamW:
+    """AdamW; biases and LayerNorm weights are not decayed."""
+    no_decay = {id(p) for module in model.modules() if isinstance(module, torch.nn.LayerNorm) for p in module.parameters()}
+    no_decay |= {id(p) for name, p in model.named_parameters() if name.endswith("bias")}
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if id(p) not in no_decay], "weight_decay": config.weight_decay},
+              {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+
+def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
+          config: TrainingConfig = TrainingConfig()) -> Path:
+    """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
+
+    Returns `out_dir`. A complete checkpoint there with the same inputs is kept as it is.
+    """
+    from transformers import get_linear_schedule_with_warmup
+    from tqdm.auto import tqdm
+
+    sources = [sources] if isinstance(sources, Source) else list(sources)
+    if not sources:
+        raise ValueError("train() needs at least one source")
+    out_dir = Path(out_dir)
+    device = models.pick_device(config.device)
+    started = time.perf_counter()
+    examples = [load_source(source, config) for source in sources]
+    with deterministic(config.seed):
+        classifier = models.load_classifier(base, num_layers=config.num_layers, seed=config.seed, device=device)
+        n_logits = classifier.model.config.num_labels if classifier.head == "sequence_classification" else 2
+        if n_logits != 2:
+            raise models.CheckpointError(f"{base}: training needs a two-way head, this one has {n_logits} logit(s)")
+        meta = {
+            "head": classifier.head,
+            "relevant_index": classifier.relevant_index,
+            "base": str(base),
+            "base_fingerprint": classifier.fingerprint,
+            "num_layers": classifier.model.config.num_hidden_layers,
+            "sources": [example.record for example in examples],
+            "training": config.as_dict(),
+        }
+        if is_complete(out_dir) and _inputs(models.read_meta(out_dir)) == _inputs(meta):
+            print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
+            return out_dir
+
+        for source, example in zip(sources, examples):
+            _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
+        queries = [example.topics[p.qid] for example in examples for p in example.pairs]
+        texts = [example.docs[p.docid] for example in examples for p in example.pairs]
+        relevant, other = classifier.relevant_index, 1 - classifier.relevant_index
+        targets = torch.tensor([relevant if p.label else other for example in examples for p in example.pairs])
+
+        model = classifier.model
+        model.train()
+        optimizer = optimizer_for(model, config)
+        steps_per_epoch = math.ceil(len(targets) / config.batch_size)
+        total_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
+        scheduler = get_linear_schedule_with_warmup(optimizer, round(config.warmup * total_steps), total_steps)
+        shuffler = torch.Generator().manual_seed(config.seed)
+
+        log: list[dict[str, Any]] = []
+        smoothed = None
+        epochs_done, steps_left = divmod(total_steps, steps_per_epoch)
+        bar = tqdm(total=epochs_done * len(targets) + steps_left * config.batch_size, unit="pair", desc=f"train {out_dir.name}", file=sys.stderr)
+        step = 0
+        while step < total_steps:
+            order = torch.randperm(len(targets), generator=shuffler).tolist()
+            for start in range(0, len(order), config.batch_size):
+                if step == total_steps:
+                    break
+                batch = order[start:start + config.batch_size]
+                encoded = classifier.tokenizer([queries[i] for i in batch], [texts[i] for i in batch], padding=True,
+                                               truncation="only_second", max_length=config.max_length,
+                                               return_tensors="pt").to(device)
+                loss = torch.nn.functional.cross_entropy(model(**encoded).logits, targets[batch].to(device))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+                lr = scheduler.get_last_lr()[0]
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                value = loss.item()
+                log.append({"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": value, "lr": lr})
+                smoothed = value if smoothed is None else 0.95 * smoothed + 0.05 * value
+                bar.set_postfix(loss=f"{smoothed:.4f}", refresh=False)
+                bar.update(len(batch))
+        bar.close()
+        model.eval()
+
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp)
+    classifier.tokenizer.save_pretrained(tmp)
+    with open(tmp / LOG_FILE, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(entry) + "\n" for entry in log)
+    plot_loss(log, tmp / PLOT_FILE, title=out_dir.name)
+    import transformers
+
+    meta.update(
+        fingerprint=models.fingerprint(model, head=classifier.head, relevant_index=classifier.relevant_index),
+        device=str(device), steps=total_steps, pairs=len(targets), final_loss=log[-1]["loss"],
+        seconds=round(time.perf_counter() - started, 1),
+        versions={"torch": torch.__version__, "transformers": transformers.__version__},
+        complete=True,
+    )
+    models.write_meta(tmp, meta)
+    _publish(tmp, out_dir)
+    return out_dir
+
+
+def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike,
+                config: TrainingConfig = TrainingConfig()) -> Path:
+    """Fine-tune on each source in turn, each stage starting from the previous one's weights.
+
+    Stage i < n is kept in `out_dir/stage-i-<name>`; the last stage is `out_dir` itself.
+    """
+    if not sources:
+        raise ValueError("train_chain() needs at least one source")
+    out_dir = Path(out_dir)
+    current = str(base)
+    for number, source in enumerate(sources[:-1], start=1):
+        current = str(train(current, source, out_dir / f"stage-{number}-{source.name.replace('/', '-')}", config))
+    return train(current, sources[-1], out_dir, config)
+
+
+def _check_query_lengths(tokenizer: Any, source: Source, example: Examples, max_length: int) -> None:
+    """The query is never truncated, so each one must leave room for some text."""
+    for qid in qid_order({pair.qid for pair in example.pairs}):
+        length = len(tokenizer(example.topics[qid])["input_ids"]) + 1  # [CLS] q [SEP] and the final [SEP]
+        if length + MIN_TEXT_TOKENS > max_length:
+            raise ValueError(f"{source.topics}: query {qid} takes {length} tokens, which leaves less than "
+                             f"{MIN_TEXT_TOKENS} for the text within max_length {max_length}; raise max_length")
+
+
+def _publish(tmp: Path, out_dir: Path) -> None:
+    """Move a finished checkpoint into place, its reranker.json last (the mark of completeness).
+
+    An existing `out_dir` may hold a chain's stage directories, so it is updated file by file.
+    """
+    if not out_dir.exists():
+        os.replace(tmp, out_dir)
+        return
+    (out_dir / models.META_FILE).unlink(missing_ok=True)
+    for stale in out_dir.iterdir():
+        if stale.is_file() and not (tmp / stale.name).exists():
+            stale.unlink()
+    for item in sorted(tmp.iterdir(), key=lambda path: path.name == models.META_FILE):
+        os.replace(item, out_dir / item.name)
+    tmp.rmdir()
+
+
+def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> None:
+    """Raw loss per step and its moving average."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = np.array([entry["step"] for entry in log])
+    loss = np.array([entry["loss"] for entry in log])
+    window = max(1, min(50, len(loss) // 10))
+    average = np.convolve(loss, np.ones(window) / window, mode="valid")
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, loss, lw=0.8, alpha=0.4, label="loss")
+    ax.plot(steps[window - 1:], average, lw=1.8, label=f"moving average ({window} steps)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_source(spec: str) -> Source:
+    """`NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]`."""
+    parts = spec.split(":")
+    if len(parts) not in (5, 6) or not all(parts):
+        raise argparse.ArgumentTypeError(f"--source {spec!r}: expected NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]")
+    name, docs, topics, qrels, run = parts[:5]
+    return Source(name, Path(docs), Path(topics), Path(qrels), Path(run),
+                  read_qids(parts[5]) if len(parts) == 6 else None)
+
+
+HYPER_PARAMETERS = {  # flag -> TrainingConfig field
+    "--lr": ("learning_rate", float), "--epochs": ("epochs", float), "--batch-size": ("batch_size", int),
+    "--max-length": ("max_length", int), "--warmup": ("warmup", float), "--weight-decay": ("weight_decay", float),
+    "--seed": ("seed", int), "--negatives": ("negatives_per_positive", int), "--negatives-depth": ("negatives_depth", int),
+    "--max-pairs": ("max_pairs", int), "--device": ("device", str), "--num-layers": ("num_layers", int),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m reranker train", description=__doc__.split("\n\n")[0],
+        epilog="One source: --docs --topics --qrels --run [--train-qids] [--name]. A chain (A, then B from A's "
+               "weights): repeat --source NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS] in training order. "
+               "Hyper-parameters: TrainingConfig defaults, then --config's training: (and the checkpoint's own "
+               "training:), then the flags.")
+    p.add_argument("--base", help="HF id or checkpoint directory to start from (default: the --checkpoint's base)")
+    p.add_argument("--out", required=True, type=Path, help="checkpoint directory to write")
+    p.add_argument("--docs", type=Path, help='docs.jsonl: {"id", "title", "text"} per line')
+    p.add_argument("--topics", type=Path, help="topics.tsv: qid<TAB>text")
+    p.add_argument("--qrels", type=Path, help="TREC qrels")
+    p.add_argument("--run", type=Path, help="TREC run the negatives are drawn from")
+    p.add_argument("--train-qids", type=Path, help="file of the query ids to train on (default: all judged)")
+    p.add_argument("--name", help="source name (default: the docs file's folder)")
+    p.add_argument("--relevant-min-grade", type=int, help="lowest relevant grade (default: the collection's, else 1)")
+    p.add_argument("--source", action="append", type=parse_source, default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
+    p.add_argument("--config", type=Path, help="experiment YAML (merged with the registries) for training defaults")
+    p.add_argument("--checkpoint", help="with --config: the finetune checkpoint's name (its base and training:)")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    for flag, (field, kind) in HYPER_PARAMETERS.items():
+        p.add_argument(flag, type=kind, dest=field, help=f"default: {getattr(TrainingConfig(), field)}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    single = [args.docs, args.topics, args.qrels, args.run]
+    if args.source and any(single):
+        raise SystemExit("give either --docs/--topics/--qrels/--run or --source, not both")
+    if not args.source and not all(single):
+        raise SystemExit("give --docs, --topics, --qrels and --run (or --source, repeated for a chain)")
+    sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
+                                     read_qids(args.train_qids) if args.train_qids else None)]
+
+    settings: dict[str, Any] = {}
+    base = args.base
+    if args.config or args.checkpoint:
+        from reranker.config import checkpoint_config, collection_config, load_config
+
+        config = load_config(args.config)
+        settings.update(config.get("training", {}))
+        if args.checkpoint:
+            checkpoint = checkpoint_config(config, args.checkpoint)
+            settings.update(checkpoint.get("training", {}))
+            if base is None:
+                start = checkpoint_config(config, checkpoint["base"])
+                if start["source"] != "hf":
+                    raise SystemExit(f"checkpoint {checkpoint['base']!r} is itself fine-tuned: give its directory as --base")
+                base = start["model"]
+                settings.setdefault("num_layers", start.get("num_layers"))
+        grades = {s.name: collection_config(config, s.name).get("relevant_min_grade", 1)
+                  for s in sources if s.name in config.get("collections", {})}
+        sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
+    if base is None:
+        raise SystemExit("give --base (or --config with --checkpoint)")
+    if args.relevant_min_grade is not None:
+        sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
+    settings.update({field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values()
+                     if getattr(args, field) is not None})
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    out = train_chain(base, sources, args.out, TrainingConfig.from_mapping(settings))
+    meta = models.read_meta(out)
+    print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}, "
+          f"fingerprint {meta['fingerprint']}")
+    return 0
