@@ -141,7 +141,8 @@ rule train:
     log:
         f"{WORK}/logs/train/{{checkpoint}}.log",
     shell:
-        "{PY} -m reranker train --base {params.base} {params.sources} {params.flags} --out {params.out} 2> {log}"
+        "{PY} -m reranker train --base {params.base} {params.sources} {params.flags} --threads {threads}"
+        " --out {params.out} 2> {log}"
 
 
 rule score:
