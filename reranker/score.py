@@ -155,10 +155,19 @@ class ScoreCache:
         self.path = Path(directory) / "scores.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=120)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=120000")
-        self._db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, score REAL NOT NULL) WITHOUT ROWID")
-        self._db.commit()
+        # Switching a new database to WAL can fail at once with "locked", without waiting, while
+        # another process creates it; retry for a while.
+        for attempt in range(100):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, score REAL NOT NULL) "
+                                 "WITHOUT ROWID")
+                self._db.commit()
+                break
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or attempt == 99:
+                    raise
+                time.sleep(0.1)
 
     @staticmethod
     def key(context: Sequence[Any], query: str, text: str) -> bytes:
@@ -183,11 +192,12 @@ class ScoreCache:
 # ---------------------------------------------------------------- model
 
 def supports_cls_only(model: Any) -> bool:
-    """A BERT classifier whose encoder `bert_cls_logits` reproduces: absolute positions, an encoder."""
+    """A BERT classifier that `bert_cls_logits` reproduces: an encoder with absolute positions."""
+    from transformers import BertForNextSentencePrediction, BertForSequenceClassification
+
     config = model.config
-    return (config.model_type == "bert" and not config.is_decoder and hasattr(model, "bert")
-            and getattr(config, "position_embedding_type", "absolute") == "absolute"
-            and (hasattr(model, "classifier") or hasattr(model, "cls")))
+    return (isinstance(model, (BertForSequenceClassification, BertForNextSentencePrediction))
+            and not config.is_decoder and getattr(config, "position_embedding_type", "absolute") == "absolute")
 
 
 def _attention(layer: Any, queries: torch.Tensor, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

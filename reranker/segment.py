@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import html
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from reranker.collections import strip_markup
 from reranker.trec import FormatError, Run, qid_order, read_run, read_topics_tsv, sorted_docs
 
 UNITS = ("sentences", "passages")
@@ -40,15 +39,6 @@ SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
 # The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
 DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 MIN_BUDGET = 8
-
-try:
-    from reranker.collections import strip_markup
-except ImportError:
-    _TAG = re.compile(r"<[^<>]{0,500}>")
-
-    def strip_markup(text: str) -> str:
-        """Drop SGML/HTML tags, unescape entities, collapse whitespace."""
-        return " ".join(html.unescape(_TAG.sub(" ", text)).split())
 
 
 @dataclass(frozen=True)
