@@ -11,7 +11,6 @@ input's sha256, so an index of the same input with the same settings is not rebu
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from reranker.files import file_sha256
 from reranker.java import anserini_jar, autoclass, start_jvm
 from reranker.trec import FormatError
 
@@ -35,12 +35,6 @@ SETTINGS = {"collection": "JsonCollection", "generator": "DefaultLuceneDocumentG
             "stemmer": "porter", "store_positions": True, "store_docvectors": True, "store_raw": True, "optimize": True}
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_build_info(index_dir: str | os.PathLike) -> dict | None:

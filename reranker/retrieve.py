@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import os
 import sys
@@ -23,7 +22,7 @@ from tqdm import tqdm
 
 from reranker.java import start_jvm
 from reranker.collections import read_folds
-from reranker.trec import FormatError, Run, qid_order, read_topics_tsv, write_run
+from reranker.trec import Run, qid_order, read_topics_tsv, write_run
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ byte-identical outputs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -31,7 +30,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from reranker.collections import strip_markup
+from reranker.collections import read_docs, strip_markup
+from reranker.files import file_sha256
 from reranker.trec import FormatError, Run, qid_order, read_run, read_topics_tsv, sorted_docs
 
 UNITS = ("sentences", "passages")
@@ -56,24 +56,7 @@ def top_k_docs(run: Run, k: int) -> dict[str, list[str]]:
     return {qid: [doc for doc, _ in sorted_docs(run[qid])[:k]] for qid in qid_order(run)}
 
 
-def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
-    """Read {doc_id: (title, text)} from docs.jsonl for the wanted ids; every wanted id must be there."""
-    docs: dict[str, tuple[str, str]] = {}
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                doc_id = str(record["id"])
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise FormatError(path, line_no, f"a docs line is a JSON object with id, title, text ({err})") from None
-            if doc_id in wanted:
-                docs[doc_id] = (str(record.get("title") or ""), str(record.get("text") or ""))
-    missing = sorted(wanted - docs.keys())
-    if missing:
-        raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")
-    return docs
+
 
 
 def title_and_body(title: str, text: str) -> tuple[str, str]:
@@ -180,12 +163,6 @@ def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, 
     return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_atomic(path: Path, lines: Iterable[str]) -> None:
@@ -219,7 +196,7 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
     docs = read_docs(docs_path, wanted)
 
     meta: dict[str, Any] = {"unit": unit, "candidates": candidates, "documents": len(docs),
-                            "inputs": {name: {"path": str(p), "sha256": sha256_file(p)} for name, p in
+                            "inputs": {name: {"path": str(p), "sha256": file_sha256(p)} for name, p in
                                        (("docs", docs_path), ("run", run_path), ("topics", topics_path))}}
     if unit == "sentences":
         from transformers import AutoTokenizer

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reranker.files import file_sha256
 from reranker.evaluate import Evaluation, load, paired_ttest
 
 SIGNIFICANT = "†"
@@ -224,7 +225,6 @@ def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], 
 
 def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
     """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
-    import hashlib
     import subprocess
     from importlib import metadata
 
@@ -240,13 +240,7 @@ def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Ma
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
-    checksums = {}
-    for path in inputs:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        checksums[str(path)] = digest.hexdigest()[:16]
+    checksums = {str(path): file_sha256(path)[:16] for path in inputs}
     record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
               "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
               "versions": versions, "inputs_sha256": checksums}

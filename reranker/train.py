@@ -37,6 +37,8 @@ import numpy as np
 import torch
 
 from reranker import models
+from reranker.collections import read_docs
+from reranker.files import file_sha256
 from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, read_topics_tsv, sorted_docs
 
 LOG_FILE = "train_log.jsonl"
@@ -131,23 +133,6 @@ def read_qids(path: str | os.PathLike) -> frozenset[str]:
     return qids
 
 
-def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, str]:
-    """`title text` of the wanted documents of a docs.jsonl file."""
-    texts: dict[str, str] = {}
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                doc = json.loads(line)
-                docid = str(doc["id"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise FormatError(path, line_no, 'a docs line is a JSON object {"id", "title", "text"}') from None
-            if docid in wanted:
-                texts[docid] = " ".join(part for part in (doc.get("title") or "", doc.get("text") or "") if part)
-    return texts
-
-
 class Examples(NamedTuple):
     pairs: list[Pair]
     topics: dict[str, str]
@@ -174,16 +159,13 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     if untitled:
         raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
-    docs = read_docs(source.docs, {pair.docid for pair in pairs})
-    missing = {pair.docid for pair in pairs} - docs.keys()
-    if missing:
-        raise ValueError(f"{source.name}: {len(missing)} judged or retrieved documents are not in {source.docs} "
-                         f"(e.g. {', '.join(sorted(missing)[:5])})")
+    docs = {docid: " ".join(part for part in title_text if part)
+            for docid, title_text in read_docs(source.docs, {pair.docid for pair in pairs}).items()}
     positives = sum(pair.label for pair in pairs)
     record = {
         "name": source.name,
         "files": {kind: str(path) for kind, path in source.files().items()},
-        "sha256": {kind: sha256_file(path) for kind, path in source.files().items()},
+        "sha256": {kind: file_sha256(path) for kind, path in source.files().items()},
         "train_qids": None if source.train_qids is None else {
             "count": len(source.train_qids), "sha256": sha256_text("\n".join(qid_order(source.train_qids)))},
         "relevant_min_grade": source.relevant_min_grade,
@@ -195,12 +177,6 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     return Examples(pairs, topics, docs, record)
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def sha256_text(text: str) -> str:

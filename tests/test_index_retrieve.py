@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reranker.files import file_sha256
 from reranker import index, retrieve
 from reranker.config import CONFIG_DIR
 from reranker.retrieve import RetrievalParams
@@ -86,7 +87,7 @@ def test_rebuild_is_skipped_when_the_input_is_unchanged_and_done_when_it_changes
 
     write_docs(docs, HAND_DOCS + [{"id": "d4", "title": "Wings", "text": "Swept wings at transonic speeds."}])
     record = index.build_index(docs, out)
-    assert record["documents"] == 4 and record["input_sha256"] == index.file_sha256(docs)
+    assert record["documents"] == 4 and record["input_sha256"] == file_sha256(docs)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "index"]  # no temporary dirs left
 
 
