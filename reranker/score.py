@@ -47,9 +47,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from reranker.models import CheckpointError, Classifier, load_classifier, pick_device, resolve_source
+from reranker.models import HEADS, CheckpointError, Classifier, load_classifier, pick_device, resolve_source
 from reranker.segment import top_k_docs
-from reranker.trec import FormatError, Run, read_run, read_topics_tsv
+from reranker.trec import FormatError, Run, read_qrels, read_run, read_topics_tsv
 
 KINDS = ("logit", "log_prob")
 PRECISIONS = ("exact", "fast")
@@ -404,14 +404,21 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
               kind: str = "logit", batch_size: int = 64, precision: str = "exact",
               cache_dir: str | os.PathLike | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
               device: str = "auto", max_length: int | None = None, num_layers: int | None = None,
-              threads: int | None = None) -> dict[str, Any]:
-    """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta."""
+              threads: int | None = None, qrels_path: str | os.PathLike | None = None,
+              head: str | None = None, relevant_index: int | None = None) -> dict[str, Any]:
+    """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta.
+
+    With `qrels_path`, only queries that have judgments are scored: the others cannot be evaluated.
+    """
     started = time.perf_counter()
     resolve_source(checkpoint)  # a missing checkpoint fails before the inputs are read
     run = read_run(run_path)
+    if qrels_path is not None:
+        judged = read_qrels(qrels_path).keys()
+        run = {qid: docs for qid, docs in run.items() if qid in judged}
     topics = read_topics_tsv(topics_path)
     pairs = make_pairs(run, topics, read_segments(segments_path), candidates, segments_path)
-    classifier = load_classifier(checkpoint, num_layers=num_layers)
+    classifier = load_classifier(checkpoint, head=head, relevant_index=relevant_index, num_layers=num_layers)
     scorer = Scorer(classifier, kind=kind, precision=precision, device=device, batch_size=batch_size,
                     max_length=max_length, threads=threads)
     cache = ScoreCache(cache_dir) if cache_dir is not None else None
@@ -430,7 +437,9 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
         "seconds": round(seconds, 3), "pairs_per_second": round(len(pairs) / seconds, 1),
         "model_pairs_per_second": round(counts["scored"] / counts["model_seconds"], 1) if counts["scored"] else None,
         "model_seconds": round(counts["model_seconds"], 3),
-        "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path)},
+        "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path),
+                   "qrels": str(qrels_path) if qrels_path is not None else None},
+        "queries": len(run),
     }
     tmp = meta_path(out).with_suffix(".json.tmp")
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -444,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", required=True, help="segments JSONL from `python -m reranker segment`")
     parser.add_argument("--run", required=True, help="first-stage TREC run")
     parser.add_argument("--topics", required=True, help="topics.tsv (qid<TAB>text)")
+    parser.add_argument("--qrels", help="score only the queries these qrels judge (the others cannot be evaluated)")
     parser.add_argument("--out", required=True, help="output TSV: qid, doc_id, unit, score")
     parser.add_argument("--candidates", type=int, help="K (default: segment.candidates)")
     parser.add_argument("--kind", choices=KINDS, help="kept score (default: score.kind)")
@@ -455,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", help="auto, cpu, cuda, cuda:1 ... (default: score.device)")
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
     parser.add_argument("--num-layers", type=int, help="keep only the first N encoder layers (tests, benchmarks)")
+    parser.add_argument("--head", choices=HEADS, help="for fetched models: sequence_classification or "
+                        "next_sentence_prediction (Birch's checkpoints); fine-tuned ones record theirs")
+    parser.add_argument("--relevant-index", type=int, help="the logit that means relevant (Birch's NSP models: 1)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
     parser.add_argument("--config", help="experiment config file (default: workflow/config/config.yaml)")
     args = parser.parse_args(argv)
@@ -471,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
                          precision=args.precision or defaults.get("precision", "exact"),
                          cache_dir=cache_dir, shard_size=args.shard_size,
                          device=args.device or defaults.get("device", "auto"), max_length=args.max_length,
-                         num_layers=args.num_layers, threads=args.threads)
+                         num_layers=args.num_layers, threads=args.threads, qrels_path=args.qrels,
+                         head=args.head, relevant_index=args.relevant_index)
     except (CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
         print(f"score: {err}", file=sys.stderr)
         return 1

@@ -152,6 +152,7 @@ rule score:
         segments=f"{WORK}/segments/{{collection}}/{FIRST_STAGE}.k{K}.{{unit}}.jsonl",
         run=f"{WORK}/runs/{{collection}}/{FIRST_STAGE}.run",
         topics=f"{WORK}/collections/{{collection}}/topics.tsv",
+        qrels=f"{WORK}/collections/{{collection}}/qrels.txt",
     output:
         scores=f"{WORK}/scores/{{collection}}/{{checkpoint}}/{FIRST_STAGE}.k{K}.{{unit}}.tsv",
         meta=f"{WORK}/scores/{{collection}}/{{checkpoint}}/{FIRST_STAGE}.k{K}.{{unit}}.tsv.meta.json",
@@ -167,7 +168,7 @@ rule score:
         f"{WORK}/logs/score/{{collection}}.{{checkpoint}}.{{unit}}.log",
     shell:
         "{PY} -m reranker score --checkpoint {params.ref} {params.hf} --segments {input.segments}"
-        " --run {input.run} --topics {input.topics} --candidates {K} --kind {params.kind}"
+        " --run {input.run} --topics {input.topics} --qrels {input.qrels} --candidates {K} --kind {params.kind}"
         " --batch-size {params.batch} --precision {params.precision} --device {params.device}"
         " --cache {WORK}/cache/scores --out {output.scores} 2> {log}"
 
