@@ -11,6 +11,7 @@ PY = sys.executable  # the interpreter running Snakemake (the suite's venv, or t
 CFG = expand_vars(config)
 WORK = CFG["workdir"]
 RESULTS = CFG["results"]
+RUN_COMMAND = CFG.get("run_command", "snakemake --cores all")
 THREADS = CFG.get("threads", 2)
 JAVA_HEAP = CFG.get("java_heap", "4g")
 MEASURES = CFG["measures"]

@@ -42,16 +42,17 @@ def hub_model(name):
     return entry["model"] if entry["source"] == "hf" else hub_model(entry["base"])
 
 
-def trained_on(name):
+def training_chain(name):
+    """The collections a checkpoint was fine-tuned on, in order, through its fine-tuned bases."""
     entry = checkpoint_entry(name)
     if entry["source"] != "finetune":
-        return set()
-    return set(entry["train_on"]) | trained_on(entry["base"])
+        return []
+    return training_chain(entry["base"]) + list(entry["train_on"])
 
 
 def applies_to(name, collection_id):
     """Cross-domain as in the paper: a checkpoint never scores a collection it was trained on."""
-    return collection_id not in trained_on(name)
+    return collection_id not in training_chain(name)
 
 
 def checkpoint_label(name):

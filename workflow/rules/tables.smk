@@ -37,7 +37,7 @@ rule baselines_table:
         "{PY} -m reranker tables results --eval {params.specs} --measures {params.measures} --row-header Collection --no-bold"
         " --caption {params.caption:q} --out {params.out} --numbers {output.numbers}"
         " --note {params.note:q}"
-        " --command 'snakemake --cores all' > /dev/null"
+        " --command {RUN_COMMAND:q} > /dev/null"
 
 
 rule dataset_stats_table:
@@ -53,7 +53,7 @@ rule dataset_stats_table:
     shell:
         "{PY} -m reranker tables stats --stats {params.specs} --caption 'Dataset statistics'"
         " --note 'Judged queries have at least one qrels line; relevant = grade >= the collection relevant_min_grade (default 1); doc length counts title + text words.'"
-        " --out {params.out} --numbers {output.numbers} --command 'snakemake --cores all' > /dev/null"
+        " --out {params.out} --numbers {output.numbers} --command {RUN_COMMAND:q} > /dev/null"
 
 
 METHOD_LABELS = {"firstp": "FirstP", "maxp": "MaxP", "sump": "SumP", "meanp": "MeanP"}
@@ -78,7 +78,7 @@ def birch_cells():
 
 
 def birch_caption():
-    models = ", ".join(f"{checkpoint_label(c)} = {hub_model(c)} fine-tuned on {' → '.join(checkpoint_entry(c)['train_on'])}"
+    models = ", ".join(f"{checkpoint_label(c)} = {hub_model(c)} fine-tuned on {' → '.join(training_chain(c))}"
                        for c in BIRCH_CHECKPOINTS if checkpoint_entry(c)["source"] == "finetune")
     return (f"Birch on open collections, cross-domain (no checkpoint is trained on a collection it is evaluated on). "
             f"{RUN_LABELS[FIRST_STAGE]} top {K} documents reranked, the rest kept in order; sentences by pysbd, "
@@ -116,4 +116,4 @@ if TARGET_SLUGS:
             " && {PY} -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
             " --measures {params.measures} --caption {params.caption:q} --formats md csv tex"
             " --figure {output.figure} --meta {input.meta} --out {params.out} --numbers {output.numbers}"
-            " --command 'snakemake --cores all' > /dev/null"
+            " --command {RUN_COMMAND:q} > /dev/null"
