@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from reranker import trec
+from reranker.files import iter_jsonl
 from reranker.config import ConfigError, collection_config, load_config
 from reranker.trec import FormatError, Qrels, qid_order
 
@@ -586,17 +587,12 @@ def read_folds(path: str | os.PathLike) -> Folds:
 def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
     """Read {doc_id: (title, text)} from docs.jsonl for the wanted ids; every wanted id must be there."""
     docs: dict[str, tuple[str, str]] = {}
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                doc_id = str(record["id"])
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise FormatError(path, line_no, f"a docs line is a JSON object with id, title, text ({err})") from None
-            if doc_id in wanted:
-                docs[doc_id] = (str(record.get("title") or ""), str(record.get("text") or ""))
+    for line_no, record in iter_jsonl(path):
+        if "id" not in record:
+            raise FormatError(path, line_no, "a docs line is a JSON object with id, title, text")
+        doc_id = str(record["id"])
+        if doc_id in wanted:
+            docs[doc_id] = (str(record.get("title") or ""), str(record.get("text") or ""))
     missing = sorted(wanted - docs.keys())
     if missing:
         raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")

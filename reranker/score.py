@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from reranker.files import iter_jsonl
 from reranker.models import HEADS, CheckpointError, Classifier, load_classifier, pick_device, resolve_source
 from reranker.segment import top_k_docs
 from reranker.trec import FormatError, Run, read_qrels, read_run, read_topics_tsv
@@ -77,18 +78,14 @@ def read_segments(path: str | os.PathLike) -> dict[str, list[tuple[int, str]]]:
     segments: dict[str, list[tuple[int, str]]] = {}
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such segments file (made by `python -m reranker segment`)")
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                doc_id, unit, text = str(record["doc_id"]), int(record["unit"]), record["text"]
-                if not isinstance(text, str):
-                    raise TypeError("text is not a string")
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                raise FormatError(path, line_no, f'a segments line is {{"doc_id", "unit", "text"}} ({err})') from None
-            segments.setdefault(doc_id, []).append((unit, text))
+    for line_no, record in iter_jsonl(path):
+        try:
+            doc_id, unit, text = str(record["doc_id"]), int(record["unit"]), record["text"]
+            if not isinstance(text, str):
+                raise TypeError("text is not a string")
+        except (KeyError, TypeError, ValueError) as err:
+            raise FormatError(path, line_no, f'a segments line is {{"doc_id", "unit", "text"}} ({err})') from None
+        segments.setdefault(doc_id, []).append((unit, text))
     return segments
 
 
