@@ -2,7 +2,8 @@
 
 `sentences`: the title and the body of each document are split into sentences by pysbd 0.3.4, the
 rule-based splitter that scores best on its Golden Rules set. Whitespace is collapsed first, because
-pysbd treats every line break as a boundary (Cranfield's text is hard-wrapped). A sentence too long
+pysbd treats every line break as a boundary (Cranfield's text is hard-wrapped), and pieces without
+a word character (Cranfield's stray " .") are dropped. A sentence too long
 to fit beside the longest query in the model's max length is cut into consecutive word windows,
 each within `max_length - longest query tokens - 3` tokens under the model's tokenizer, so the
 scorer never truncates a sentence.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -67,6 +69,9 @@ def title_and_body(title: str, text: str) -> tuple[str, str]:
     return title, body
 
 
+WORD = re.compile(r"\w")
+
+
 class SentenceSplitter:
     name = "pysbd"
 
@@ -81,7 +86,8 @@ class SentenceSplitter:
         text = " ".join(text.split())
         if not text:
             return []
-        return [s for s in (s.strip() for s in self._segmenter.segment(text)) if s]
+        # Punctuation-only pieces (Cranfield's stray " .") are no evidence, only scoring cost.
+        return [s for s in (s.strip() for s in self._segmenter.segment(text)) if WORD.search(s)]
 
 
 def count_tokens(tokenizer: Any, text: str) -> int:
