@@ -51,11 +51,14 @@ class Table:
             return "–"
         return f"{value:.4f}{self.marks.get((row, group, measure), '')}"
 
-    def best(self, group: str, measure: str) -> str | None:
+    def best(self, group: str, measure: str) -> set[str]:
+        """The rows to bold: every row that ties with the best at the printed precision."""
         if not self.bold_best:
-            return None
-        scored = [(self.cells[(r, group, measure)], r) for r in self.rows if (r, group, measure) in self.cells]
-        return max(scored)[1] if scored else None
+            return set()
+        scored = {r: round(self.cells[(r, group, measure)], 4) for r in self.rows if (r, group, measure) in self.cells
+                  and not math.isnan(self.cells[(r, group, measure)])}
+        top = max(scored.values(), default=None)
+        return {r for r, value in scored.items() if value == top}
 
     def to_markdown(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
@@ -68,7 +71,7 @@ class Table:
             for g in self.groups:
                 for m in self.measures:
                     text = self.text(row, g, m)
-                    cells.append(f"**{text}**" if self.best(g, m) == row and text != "–" else text)
+                    cells.append(f"**{text}**" if row in self.best(g, m) else text)
             lines.append("| " + " | ".join([row] + cells) + " |")
         lines += [""] + [f"{note}  " for note in self.notes]
         return "\n".join(lines).rstrip() + "\n"
@@ -99,7 +102,7 @@ class Table:
             for g in self.groups:
                 for m in self.measures:
                     text = self.text(row, g, m).replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
-                    cells.append(f"\\textbf{{{text}}}" if self.best(g, m) == row and text != "--" else text)
+                    cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
         if self.notes:

@@ -74,6 +74,15 @@ def test_table_marks_significant_rows_in_every_format(tmp_path):
     assert "$^\\dagger$" in tex and "\\begin{tabular}" in tex
 
 
+def test_ties_at_the_printed_precision_are_all_bold():
+    table = tables.Table("ties", ["c"], ["P@20"])
+    for row, value in [("zeta", 0.16020000001), ("alpha", 0.1602), ("worse", 0.15)]:
+        table.add(row, "c", "P@20", value)
+    md = table.to_markdown()
+    assert "| zeta | **0.1602** |" in md and "| alpha | **0.1602** |" in md and "| worse | 0.1500 |" in md
+    assert "\\textbf{0.1500}" not in table.to_latex() and table.to_latex().count("\\textbf") == 2
+
+
 def test_command_line_table_figure_and_numbers(tmp_path):
     base, better, qrels = runs_and_qrels()
     specs = []
