@@ -5,7 +5,8 @@ rule-based splitter that scores best on its Golden Rules set. Whitespace is coll
 pysbd treats every line break as a boundary (Cranfield's text is hard-wrapped), and pieces without
 a word character (Cranfield's stray " .") are dropped. A sentence too long
 to fit beside the longest query in the model's max length is cut into consecutive word windows,
-each within `max_length - longest query tokens - 3` tokens under the model's tokenizer, so the
+each within `max_length - longest query tokens - 3` tokens under the model's tokenizer (a query
+counts at most half of `max_length`; longer queries are truncated by the scorer instead), so the
 scorer never truncates a sentence.
 
 `passages`: fixed word windows (Dai & Callan 2019): `length` words every `stride` words, each
@@ -95,12 +96,24 @@ def count_tokens(tokenizer: Any, text: str) -> int:
 
 
 def token_budget(tokenizer: Any, queries: Iterable[str], max_length: int) -> int:
-    """Tokens left for a unit beside the longest query: max_length - longest query - 3 special tokens."""
-    longest = max((count_tokens(tokenizer, q) for q in queries), default=0)
-    budget = max_length - longest - SPECIAL_TOKENS
+    """Tokens left for a unit: max_length - 3 special tokens - the longest query, counted at most to
+    half the pair.
+
+    A query longer than half (CISI has queries of up to ~380 tokens) is cut by the scorer's
+    `longest_first` truncation, which trims the longer side first; with units of at most half the
+    pair, that side is always the query, so a unit is never truncated.
+    """
+    half = -(-(max_length - SPECIAL_TOKENS) // 2)  # ceil: units get the floor
+    lengths = [count_tokens(tokenizer, q) for q in queries]
+    longest = max(lengths, default=0)
+    budget = max_length - min(longest, half) - SPECIAL_TOKENS
     if budget < MIN_BUDGET:
         raise ValueError(f"max_length {max_length} leaves {budget} tokens for text beside a {longest}-token query; "
                          f"raise --max-length")
+    cut = sum(length > max_length - SPECIAL_TOKENS - budget for length in lengths)
+    if cut:
+        print(f"segment: {cut} of {len(lengths)} queries are longer than {max_length - SPECIAL_TOKENS - budget} tokens "
+              f"(longest {longest}); the scorer truncates those queries, never a unit", file=sys.stderr)
     return budget
 
 

@@ -158,3 +158,21 @@ def test_punctuation_only_pieces_are_not_sentences():
     # Cranfield writes " ." between sentences; pysbd returns such dots as sentences of their own.
     splitter = seg.SentenceSplitter()
     assert splitter.split("the flow separates .  . the wing stalls .") == ["the flow separates .", "the wing stalls ."]
+
+
+def test_a_query_longer_than_half_the_pair_is_truncated_never_the_unit(tokenizer, tiny_model_dir):
+    # CISI has queries of ~380 tokens: units get half the pair, and the scorer's longest_first
+    # truncation then cuts only the query.
+    from reranker import models
+    from reranker.score import Scorer
+
+    long_query = " ".join(["boundary layer transition on a swept wing"] * 40)
+    budget = seg.token_budget(tokenizer, [long_query, "short query"], max_length=64)
+    assert budget == (64 - 3) // 2
+    unit = seg.windows(" ".join(["shock wave interaction"] * 40), tokenizer, budget)[0]
+    assert seg.count_tokens(tokenizer, unit) <= budget
+    scorer = Scorer(models.load_classifier(str(tiny_model_dir)), max_length=64)
+    ids, types = scorer.tokenize([long_query], [unit])
+    text_ids = [i for i, t in zip(ids[0], types[0]) if t == 1][:-1]  # drop the final [SEP]
+    assert len(ids[0]) == 64 and text_ids == tokenizer(unit, add_special_tokens=False)["input_ids"]
+    assert seg.token_budget(tokenizer, ["short query"], max_length=64) > budget
