@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from reranker import hardware
 from reranker import score as sc
 from reranker import segment as seg
 from reranker.models import load_classifier, write_meta
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import CrossEncoder
     from transformers import AutoModelForSequenceClassification
 
-    threads = sc.cpu_threads()
+    threads = hardware.cpu_threads()
     torch.set_num_threads(threads)
     load_before = os.getloadavg()
     workdir = Path(tempfile.mkdtemp(prefix="score-throughput-"))
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = classifier.model.config
     model_flops = encoder_flops(lengths, config)
-    executed_flops = encoder_flops(bucket_widths(lengths, args.batch_size), config, cls_only_last=exact.cls_only)
+    executed_flops = encoder_flops(bucket_widths(lengths, args.batch_size), config, cls_only_last=exact.fast_path and exact.classifier.head != "mean_pooling")
     exact_seconds = min(seconds["exact"])
     peak = max(matmul)
 
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                                "minutes_per_100k_pairs": round(1e5 / pairs_per_second["exact"] / 60, 1),
                                "mean_tokens": round(float(np.mean(lengths)), 1)}
 
-    info = sc.cpu_info()
+    info = hardware.cpu_info()
     def speedup(fast_path: str, slow_path: str) -> float:
         return statistics.median((paths[fast_path][1] / a) / (paths[slow_path][1] / b)
                                  for a, b in zip(seconds[fast_path], seconds[slow_path]))
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]},
         "settings": {"batch_size": args.batch_size, "crossencoder_batch_size": 32, "padded512_batch_size": 4,
-                     "repeats": args.repeats, "attention": config._attn_implementation, "cls_only_last_layer": exact.cls_only},
+                     "repeats": args.repeats, "attention": config._attn_implementation, "cls_only_last_layer": exact.fast_path and exact.classifier.head != "mean_pooling"},
         "versions": versions(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

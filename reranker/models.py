@@ -5,12 +5,22 @@ means "relevant". Birch's checkpoints are BertForNextSentencePrediction models w
 the relevant class (Birch kept the raw logit `predictions[:, 1]`). Plain encoders such as
 all-MiniLM-L6-v2 get a freshly initialised two-way head, seeded so that it is reproducible.
 
+Heads (`HEADS`): `sequence_classification` reads BERT's [CLS] pooler, as BERT was pre-trained;
+`mean_pooling` reads the mean of the last layer's token vectors, as sentence-transformers encoders
+were trained (their [CLS] vector carries little: in all-MiniLM-L6-v2's first layers it is the same
+for every input); `next_sentence_prediction` is BERT's NSP head (Birch's checkpoints). A base
+without a recorded head gets the head of the pooling it was trained with (`base_pooling`:
+sentence-transformers' `modules.json` and `1_Pooling/config.json`), else [CLS]. `bi_encoder` is no
+classifier: the plain encoder, whose score is the cosine of the mean-pooled query and text vectors
+(a zero-shot reference, not Birch's method).
+
 Fine-tuned checkpoints are HF-format directories with a `reranker.json` beside the weights that
 records the head and the relevant index.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +31,8 @@ from typing import Any
 import torch
 
 META_FILE = "reranker.json"
-HEADS = ("sequence_classification", "next_sentence_prediction")
+HEADS = ("sequence_classification", "mean_pooling", "next_sentence_prediction", "bi_encoder")
+POOLING_HEADS = {"cls": "sequence_classification", "mean": "mean_pooling"}  # sentence-transformers pooling -> head
 
 
 class CheckpointError(RuntimeError):
@@ -65,6 +76,86 @@ def resolve_source(model: str) -> str:
     return model
 
 
+def _checkpoint_file(source: str, name: str) -> Path | None:
+    """A file of a local checkpoint or of a hub id (from the HF cache when offline); None if it has none."""
+    if Path(source).is_dir():
+        path = Path(source) / name
+        return path if path.is_file() else None
+    from transformers.utils import cached_file
+
+    try:
+        found = cached_file(source, name, _raise_exceptions_for_missing_entries=False,
+                            _raise_exceptions_for_connection_errors=False)
+    except OSError:
+        return None
+    return Path(found) if found else None
+
+
+def base_pooling(source: str) -> str | None:
+    """The pooling a sentence-transformers checkpoint was trained with ("mean", "cls", "max", ...), else None."""
+    modules_file = _checkpoint_file(source, "modules.json")
+    if modules_file is None:
+        return None
+    for module in json.loads(modules_file.read_text()):
+        if str(module.get("type", "")).endswith("Pooling"):
+            config_file = _checkpoint_file(source, f"{module.get('path', '1_Pooling')}/config.json")
+            if config_file is None:
+                return None
+            config = json.loads(config_file.read_text())
+            if "pooling_mode" in config:  # newer sentence-transformers write the mode by name
+                return str(config["pooling_mode"]).removesuffix("_token").removesuffix("_tokens")
+            modes = [key.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
+                     for key, value in config.items() if key.startswith("pooling_mode_") and value is True]
+            return modes[0] if len(modes) == 1 else "+".join(sorted(modes)) or None
+    return None
+
+
+def default_head(source: str) -> str:
+    """The head that matches how `source` was trained: its sentence-transformers pooling, else [CLS]."""
+    pooling = base_pooling(source)
+    if pooling is None:
+        return "sequence_classification"
+    if pooling not in POOLING_HEADS:
+        raise CheckpointError(f"{source} was trained with {pooling!r} pooling, which has no head here "
+                              f"({', '.join(POOLING_HEADS)}); give the head explicitly")
+    return POOLING_HEADS[pooling]
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the token vectors that the mask keeps (sentence-transformers' mean pooling)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+@functools.cache
+def mean_pooled_class() -> type:
+    """BertForMeanPooledClassification, built on first use (importing transformers is slow)."""
+    from transformers import BertModel, BertPreTrainedModel
+    from transformers.modeling_outputs import SequenceClassifierOutput
+
+    class BertForMeanPooledClassification(BertPreTrainedModel):
+        """BERT with a linear head on the mean of the last layer's token vectors (dropout as BERT's head)."""
+
+        def __init__(self, config: Any):
+            super().__init__(config)
+            self.num_labels = config.num_labels
+            self.bert = BertModel(config, add_pooling_layer=False)
+            dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+            self.dropout = torch.nn.Dropout(dropout)
+            self.classifier = torch.nn.Linear(config.hidden_size, config.num_labels)
+            self.post_init()
+
+        def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+                    token_type_ids: torch.Tensor | None = None, **kwargs: Any) -> Any:
+            if attention_mask is None:
+                attention_mask = torch.ones_like(input_ids)
+            hidden = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                               return_dict=True).last_hidden_state
+            return SequenceClassifierOutput(logits=self.classifier(self.dropout(mean_pool(hidden, attention_mask))))
+
+    return BertForMeanPooledClassification
+
+
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
                     num_layers: int | None = None, seed: int = 0, device: str | torch.device = "cpu") -> Classifier:
     """Load a two-way (or one-logit) relevance classifier for scoring or fine-tuning."""
@@ -73,7 +164,7 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
 
     source = resolve_source(model)
     meta = read_meta(source) if Path(source).exists() else {}
-    head = head or meta.get("head", "sequence_classification")
+    head = head or meta.get("head") or default_head(source)
     if head not in HEADS:
         raise CheckpointError(f"unknown head {head!r}; use one of {', '.join(HEADS)}")
     overrides: dict[str, Any] = {}
@@ -85,6 +176,13 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
         torch.manual_seed(seed)
         if head == "next_sentence_prediction":
             net = BertForNextSentencePrediction.from_pretrained(source, **overrides)
+        elif head == "bi_encoder":
+            from transformers import AutoModel
+
+            net = AutoModel.from_pretrained(source, add_pooling_layer=False, **overrides)
+        elif head == "mean_pooling":
+            overrides.setdefault("num_labels", int(meta.get("num_labels", 2)))
+            net = mean_pooled_class().from_pretrained(source, **overrides)
         else:
             if "num_labels" not in meta:
                 from transformers import AutoConfig
@@ -102,7 +200,7 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
         ) from err
     net.eval()
     net.to(device)
-    n_logits = 2 if head == "next_sentence_prediction" else int(net.config.num_labels)
+    n_logits = {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(net.config.num_labels)
     if relevant_index is None:
         relevant_index = int(meta.get("relevant_index", 1 if n_logits > 1 else 0))
     if not 0 <= relevant_index < n_logits:

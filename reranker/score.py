@@ -6,6 +6,8 @@ Which score is kept (`kind`):
   castorini/birch kept `predictions[:, 1]`, the index-1 logit of BertForNextSentencePrediction,
   and Capreolus' Birch port does the same. Birch's fusion weights are fitted on this scale.
 * `log_prob` — log_softmax of the logits at the relevant index (logsigmoid for one-logit heads).
+* `cosine` — for bi-encoders (head `bi_encoder`): the cosine of the mean-pooled query and unit
+  vectors, each distinct text encoded once. A zero-shot reference, not Birch's classifier.
 
 Precision: `exact` runs in fp32. `fast` runs in bf16 autocast on CPUs that have bf16 arithmetic
 (AMX or avx512_bf16 in /proc/cpuinfo) and in bf16 (or fp16) on CUDA; elsewhere it raises
@@ -14,9 +16,9 @@ PrecisionNotApplicable with the reason instead of emulating bf16 slowly.
 Speed: every pair is tokenised once, pairs are sorted by token length into batches padded only to
 their own longest pair, and the model runs under torch.inference_mode with SDPA attention (no mask
 when a batch has no padding). For BERT models the encoder runs here, layer by layer on the model's
-own modules, so that the last layer computes only what the head reads: keys and values for every
-token, but query, attention output and feed-forward for [CLS] alone (a third less work for a
-3-layer MiniLM). The test suite checks it against the plain Hugging Face forward, pair by pair.
+own modules, so that the last layer computes only what the head reads: for a [CLS] head, keys and
+values for every token but query, attention output and feed-forward for [CLS] alone (a third less
+work for a 3-layer MiniLM); a mean-pooled head reads every token. The test suite checks it against the plain Hugging Face forward, pair by pair.
 
 Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
 shards written atomically to `<out>.shards/`; a killed run resumes at the first missing shard.
@@ -48,18 +50,14 @@ import torch
 from tqdm import tqdm
 
 from reranker.files import iter_jsonl
-from reranker.models import HEADS, CheckpointError, Classifier, load_classifier, pick_device, resolve_source
+from reranker.hardware import PRECISIONS, PrecisionNotApplicable, compute_dtype, cpu_threads
+from reranker.models import (HEADS, CheckpointError, Classifier, load_classifier, mean_pool, pick_device,
+                             resolve_source)
 from reranker.segment import top_k_docs
 from reranker.trec import FormatError, Run, read_qrels, read_run, read_topics_tsv
 
-KINDS = ("logit", "log_prob")
-PRECISIONS = ("exact", "fast")
-CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+KINDS = ("logit", "log_prob", "cosine")  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
-
-
-class PrecisionNotApplicable(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -103,44 +101,6 @@ def make_pairs(run: Run, topics: Mapping[str, str], segments: Mapping[str, Seque
                                   f"with --candidates >= {candidates}")
             pairs.extend(Pair(qid, doc_id, unit, topics[qid], text) for unit, text in segments[doc_id])
     return pairs
-
-
-# ---------------------------------------------------------------- hardware
-
-def cpu_info() -> dict[str, Any]:
-    """CPU model name and flags from /proc/cpuinfo (empty on systems without it)."""
-    model, flags = "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    return {"model": model, "flags": flags}
-
-
-def cpu_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def compute_dtype(precision: str, device: torch.device) -> torch.dtype:
-    """fp32 for exact; the hardware's fast half type, or PrecisionNotApplicable with the reason."""
-    if precision == "exact":
-        return torch.float32
-    if precision != "fast":
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    info = cpu_info()
-    if not any(flag in info["flags"] for flag in CPU_BF16_FLAGS):
-        raise PrecisionNotApplicable(
-            f"fast precision needs bf16 arithmetic, but this CPU ({info['model']}) has neither "
-            f"{' nor '.join(CPU_BF16_FLAGS)}; bf16 would be emulated in software, slower than fp32. "
-            "Use --precision exact.")
-    return torch.bfloat16
 
 
 # ---------------------------------------------------------------- cache
@@ -188,12 +148,14 @@ class ScoreCache:
 
 # ---------------------------------------------------------------- model
 
-def supports_cls_only(model: Any) -> bool:
-    """A BERT classifier that `bert_cls_logits` reproduces: an encoder with absolute positions."""
+def supports_fast_path(model: Any) -> bool:
+    """A BERT classifier that `bert_logits` reproduces: an encoder with absolute positions."""
     from transformers import BertForNextSentencePrediction, BertForSequenceClassification
 
+    from reranker.models import mean_pooled_class
+
     config = model.config
-    return (isinstance(model, (BertForSequenceClassification, BertForNextSentencePrediction))
+    return (isinstance(model, (BertForSequenceClassification, BertForNextSentencePrediction, mean_pooled_class()))
             and not config.is_decoder and getattr(config, "position_embedding_type", "absolute") == "absolute")
 
 
@@ -216,8 +178,12 @@ def _feed_forward(layer: Any, hidden: torch.Tensor) -> torch.Tensor:
     return layer.output(layer.intermediate(hidden), hidden)
 
 
-def bert_cls_logits(model: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Logits of a BERT classifier (eval mode), with its last layer computed for [CLS] only."""
+def bert_logits(model: Any, head: str, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Logits of a BERT classifier (eval mode), run layer by layer on the model's own modules.
+
+    A [CLS] head (pooler or NSP) reads one position, so the last layer computes query, attention
+    output and feed-forward for [CLS] alone; a mean-pooled head reads every token, so it does not.
+    """
     mask = batch["attention_mask"]
     # Boolean (batch, 1, 1, length) mask for SDPA; none when nothing is padded (a faster kernel).
     sdpa_mask = None if bool(mask.all()) else mask.bool()[:, None, None, :]
@@ -225,10 +191,12 @@ def bert_cls_logits(model: Any, batch: Mapping[str, torch.Tensor]) -> torch.Tens
     *layers, last = model.bert.encoder.layer
     for layer in layers:
         hidden = _feed_forward(layer, _attention(layer, hidden, hidden, sdpa_mask))
+    if head == "mean_pooling":
+        hidden = _feed_forward(last, _attention(last, hidden, hidden, sdpa_mask))
+        return model.classifier(mean_pool(hidden, mask))
     cls = _feed_forward(last, _attention(last, hidden[:, :1], hidden, sdpa_mask))
     pooled = model.bert.pooler(cls) if model.bert.pooler is not None else cls[:, 0]
-    head = model.classifier if hasattr(model, "classifier") else model.cls
-    return head(pooled)
+    return (model.classifier if hasattr(model, "classifier") else model.cls)(pooled)
 
 
 class Scorer:
@@ -239,6 +207,9 @@ class Scorer:
                  threads: int | None = None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        if (kind == "cosine") != (classifier.head == "bi_encoder"):
+            raise ValueError(f"kind {kind!r} does not fit head {classifier.head!r}: bi-encoders score by cosine, "
+                             "classifiers by logit or log_prob")
         if batch_size < 1:
             raise ValueError("batch size must be positive")
         self.classifier = classifier
@@ -256,7 +227,7 @@ class Scorer:
         classifier.model.to(self.device)
         pad = classifier.tokenizer.pad_token_id
         self.pad_id = 0 if pad is None else int(pad)
-        self.cls_only = supports_cls_only(classifier.model)
+        self.fast_path = classifier.head != "bi_encoder" and supports_fast_path(classifier.model)
 
     @property
     def cache_context(self) -> list[Any]:
@@ -300,17 +271,48 @@ class Scorer:
             for start in range(0, len(order), self.batch_size):
                 rows = order[start:start + self.batch_size]
                 batch = self._batch([ids[i] for i in rows], [types[i] for i in rows])
-                logits = (bert_cls_logits(self.classifier.model, batch) if self.cls_only
+                logits = (bert_logits(self.classifier.model, self.classifier.head, batch) if self.fast_path
                           else self.classifier.model(**batch).logits)
                 scores[rows] = self._kept(logits).cpu().numpy()
                 if progress is not None:
                     progress.update(len(rows))
         return scores
 
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit-length mean-pooled vectors of single texts (bi-encoders), in input order."""
+        encoded = self.classifier.tokenizer(list(texts), truncation=True, max_length=self.max_length,
+                                            return_attention_mask=False)
+        ids = encoded["input_ids"]
+        types = [[0] * len(row) for row in ids]
+        vectors = torch.empty((len(ids), self.classifier.model.config.hidden_size))
+        order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
+        autocast = torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
+        with torch.inference_mode(), autocast:
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start:start + self.batch_size]
+                batch = self._batch([ids[i] for i in rows], [types[i] for i in rows])
+                hidden = self.classifier.model(**batch).last_hidden_state
+                vectors[rows] = mean_pool(hidden.float(), batch["attention_mask"]).cpu()
+        return torch.nn.functional.normalize(vectors, dim=1)
+
+    def score_bi_encoder(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
+        """Cosine of each (query, text) pair; every distinct text is encoded once."""
+        query_index = {text: i for i, text in enumerate(dict.fromkeys(queries))}
+        text_index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+        query_vectors, text_vectors = self.embed(list(query_index)), self.embed(list(text_index))
+        rows = torch.tensor([query_index[q] for q in queries])
+        columns = torch.tensor([text_index[t] for t in texts])
+        scores = (query_vectors[rows] * text_vectors[columns]).sum(dim=1).numpy().astype(np.float32)
+        if progress is not None:
+            progress.update(len(scores))
+        return scores
+
     def score(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
         """Scores of (query, text) pairs, as float32 in input order."""
         if not queries:
             return np.empty(0, dtype=np.float32)
+        if self.kind == "cosine":
+            return self.score_bi_encoder(queries, texts, progress)
         return self.score_tokens(*self.tokenize(queries, texts), progress=progress)
 
 

@@ -226,6 +226,20 @@ def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], 
     return {group: best[group][0] for group in groups}
 
 
+def checkpoint_note(label: str, meta: Mapping) -> str:
+    """How far a fine-tuned checkpoint got below the label prior on its held-out queries."""
+    v = meta.get("validation")
+    sources = " + ".join(source["name"] for source in meta.get("sources", []))
+    if not v:
+        return f"{label}: trained on {sources}, {meta.get('steps')} steps, no held-out validation."
+    gap = (v["prior_loss"] - v["loss"]) / v["prior_loss"]
+    return (f"{label}: held-out loss {v['loss']:.3f} at step {v['selected_step']} of {meta.get('steps')} "
+            f"({v['select']} on validation), label prior {v['prior_loss']:.3f} "
+            f"({f'{gap:.0%} below it' if gap > 0 else f'{-gap:.0%} above it: it did not learn'}), untrained head {v['untrained_loss']:.3f}; held-out MRR "
+            f"{v['untrained_mrr']:.3f} -> {v['mrr']:.3f}; {v['pairs']} held-out pairs of {sources}'s training "
+            f"queries; {meta.get('pairs')} training pairs, {meta.get('dtype', 'float32')}.")
+
+
 def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
     """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
     import subprocess
@@ -265,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
     results.add_argument("--meta", nargs="*", default=[],
                          help="score/checkpoint meta JSON files whose model fingerprints go into the provenance")
+    results.add_argument("--checkpoints", nargs="*", default=[], metavar="LABEL:reranker.json",
+                         help="fine-tuned checkpoints: a note per checkpoint on its held-out loss against the label prior")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
     stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
     for command in (results, stats):
@@ -303,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
             inputs.append(path)
         table = stats_table(collected, args.caption)
     table.notes += args.note
+    trained = {}
+    for spec in getattr(args, "checkpoints", []):
+        label, path = spec.split(":", 1)
+        trained[label] = json.loads(Path(path).read_text())
+        table.notes.append(checkpoint_note(label, trained[label]))
+        inputs.append(path)
     written = table.write(args.out, [f for f in args.formats if not (args.kind == "stats" and f == "md")])
     if args.kind == "stats" and "md" in args.formats:
         md = Path(args.out).with_suffix(".md")
@@ -316,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
                 meta = json.loads(Path(path).read_text())
                 models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
             extra["models"] = models
+        if trained:
+            extra["checkpoints"] = {label: {key: meta.get(key) for key in
+                                            ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")}
+                                    for label, meta in trained.items()}
         write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra))
         written.append(Path(args.numbers))
     for path in written:

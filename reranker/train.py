@@ -36,15 +36,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from reranker import models
+from reranker import hardware, models
 from reranker.collections import read_docs
 from reranker.files import file_sha256
 from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, read_topics_tsv, sorted_docs
 
 LOG_FILE = "train_log.jsonl"
+VALIDATION_FILE = "validation_log.jsonl"
 PLOT_FILE = "loss.png"
 CLIP_NORM = 1.0
 MIN_TEXT_TOKENS = 16
+SELECTIONS = ("best", "last")
+BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,21 @@ class TrainingConfig:
     max_pairs: int | None = None  # cap on training pairs per source
     device: str = "auto"
     num_layers: int | None = None  # keep only the first N encoder layers (small tests)
+    head: str | None = None  # None: the base's own (its recorded head, else its pooling: models.default_head)
+    precision: str = "auto"  # auto: bf16 autocast (fp32 master weights) where the hardware has bf16, else fp32
+    bucketed: bool = True  # batches of similar length (shuffled), padded to their own longest pair
+    validation_fraction: float = 0.1  # of each source's training queries, held out for validation
+    eval_every: int = 100  # steps between validation passes
+    select: str = "best"  # best: the weights of the step with the lowest validation loss; last: the final ones
+    patience: int | None = None  # stop after this many validation passes without a new best
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in [0, 1), not {self.validation_fraction}")
+        if self.select not in SELECTIONS:
+            raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, not {self.select!r}")
+        if self.eval_every < 1:
+            raise ValueError("eval_every must be positive")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "TrainingConfig":
@@ -135,9 +153,19 @@ def read_qids(path: str | os.PathLike) -> frozenset[str]:
 
 class Examples(NamedTuple):
     pairs: list[Pair]
+    validation: list[Pair]  # pairs of held-out training queries: never trained on
     topics: dict[str, str]
     docs: dict[str, str]
     record: dict[str, Any]  # what went in, for reranker.json
+
+
+def validation_queries(qrels: Qrels, train_qids: frozenset[str] | None, relevant_min_grade: int, fraction: float,
+                       seed: int, name: str) -> frozenset[str]:
+    """A seeded `fraction` of the source's training queries that have a relevant document."""
+    candidates = [qid for qid in qid_order(qrels) if (train_qids is None or qid in train_qids)
+                  and any(grade >= relevant_min_grade for grade in qrels[qid].values())]
+    count = round(len(candidates) * fraction)
+    return frozenset(random.Random(f"{seed}/validation/{name}").sample(candidates, count))
 
 
 def load_source(source: Source, config: TrainingConfig) -> Examples:
@@ -148,19 +176,24 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         if unknown:
             raise ValueError(f"{source.name}: {len(unknown)} train query ids are not in {source.topics} "
                              f"(e.g. {', '.join(qid_order(unknown)[:5])})")
-    pairs = build_pairs(qrels, run, config, source.relevant_min_grade, source.train_qids)
+    held_out = validation_queries(qrels, source.train_qids, source.relevant_min_grade, config.validation_fraction,
+                                  config.seed, source.name)
+    trained = (source.train_qids if source.train_qids is not None else frozenset(qrels)) - held_out
+    pairs = build_pairs(qrels, run, config, source.relevant_min_grade, trained)
+    validation = build_pairs(qrels, run, dataclasses.replace(config, max_pairs=None), source.relevant_min_grade, held_out)
     if not pairs:
         raise ValueError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
                          f"{source.relevant_min_grade} in {source.qrels} among the training queries)")
     qids = {pair.qid for pair in pairs}
     # The caller decides which queries are for training; make sure no other one slipped in.
-    assert source.train_qids is None or qids <= source.train_qids
-    untitled = qids - topics.keys()
+    assert source.train_qids is None or qids | held_out <= source.train_qids
+    assert not qids & held_out
+    untitled = (qids | held_out) - topics.keys()
     if untitled:
         raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
     docs = {docid: " ".join(part for part in title_text if part)
-            for docid, title_text in read_docs(source.docs, {pair.docid for pair in pairs}).items()}
+            for docid, title_text in read_docs(source.docs, {pair.docid for pair in pairs + validation}).items()}
     positives = sum(pair.label for pair in pairs)
     record = {
         "name": source.name,
@@ -173,8 +206,11 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "pairs": len(pairs),
         "positives": positives,
         "negatives": len(pairs) - positives,
+        "validation_queries": len(held_out),
+        "validation_pairs": len(validation),
+        "validation_positives": sum(pair.label for pair in validation),
     }
-    return Examples(pairs, topics, docs, record)
+    return Examples(pairs, validation, topics, docs, record)
 
 
 
@@ -221,11 +257,102 @@ def optimizer_for(model: torch.nn.Module, config: TrainingConfig) -> torch.optim
     return torch.optim.AdamW(groups, lr=config.learning_rate)
 
 
+class Encoded(NamedTuple):
+    """Pairs tokenised once: `[CLS] query [SEP] text [SEP]`, the text truncated to fit."""
+
+    ids: list[list[int]]
+    types: list[list[int]]
+    targets: torch.Tensor  # the class index of each pair
+    qids: list[str]
+
+
+def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], targets: torch.Tensor, max_length: int,
+                 qids: Sequence[str] = ()) -> Encoded:
+    """Tokenise (query, text) pairs once, without padding; the text is truncated to fit."""
+    if not queries:
+        return Encoded([], [], torch.empty(0, dtype=torch.long), list(qids))
+    encoded = tokenizer(list(queries), list(texts), truncation="only_second", max_length=max_length,
+                        return_attention_mask=False)
+    types = encoded.get("token_type_ids") or [[0] * len(ids) for ids in encoded["input_ids"]]
+    return Encoded(encoded["input_ids"], types, targets, list(qids))
+
+
+def encode(tokenizer: Any, examples: Sequence[Examples], split: str, relevant_index: int, max_length: int) -> Encoded:
+    """The `split` ("pairs" or "validation") of every source, tokenised; qids are `source<TAB>qid`."""
+    pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
+    targets = torch.tensor([relevant_index if p.label else 1 - relevant_index for _, p in pairs], dtype=torch.long)
+    return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.docid] for ex, p in pairs],
+                        targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs])
+
+
+def collate(encoded: Encoded, rows: Sequence[int], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
+    """A batch padded to its own longest pair."""
+    width = max(len(encoded.ids[i]) for i in rows)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    token_types = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for row, i in enumerate(rows):
+        length = len(encoded.ids[i])
+        input_ids[row, :length] = torch.tensor(encoded.ids[i])
+        token_types[row, :length] = torch.tensor(encoded.types[i])
+        mask[row, :length] = 1
+    return {"input_ids": input_ids.to(device), "token_type_ids": token_types.to(device), "attention_mask": mask.to(device)}
+
+
+def epoch_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator, bucketed: bool) -> list[list[int]]:
+    """One epoch's batches. Bucketed: a random permutation, sorted by length within windows of
+    BUCKET_BATCHES batches, cut into batches, and the batches shuffled (little padding, random order)."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    if not bucketed:
+        return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    window = batch_size * BUCKET_BATCHES
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window], key=lambda i: lengths[i])
+        batches += [chunk[j:j + batch_size] for j in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def prior_loss(train_targets: torch.Tensor, targets: torch.Tensor, n_classes: int = 2) -> float:
+    """Cross-entropy on `targets` of a model that ignores its input and predicts the training label prior."""
+    prior = torch.bincount(train_targets, minlength=n_classes).double() / len(train_targets)
+    return float(-prior.clamp(min=1e-12).log()[targets].mean()) if len(targets) else float("nan")
+
+
+def validate(model: Any, encoded: Encoded, relevant_index: int, pad_id: int, device: torch.device,
+             dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
+    """Mean cross-entropy of the held-out pairs, and the MRR of each query's first positive among its pairs."""
+    lengths = [len(ids) for ids in encoded.ids]
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    logits = torch.empty((len(order), 2))
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            logits[rows] = model(**collate(encoded, rows, pad_id, device)).logits.float().cpu()
+    model.train(was_training)
+    loss = float(torch.nn.functional.cross_entropy(logits, encoded.targets))
+    scores = logits[:, relevant_index].tolist()
+    by_query: dict[str, list[tuple[float, bool]]] = {}
+    for qid, score, target in zip(encoded.qids, scores, encoded.targets.tolist()):
+        by_query.setdefault(qid, []).append((score, target == relevant_index))
+    reciprocal = []
+    for entries in by_query.values():
+        ranked = sorted(entries, key=lambda entry: -entry[0])
+        first = next((rank for rank, (_, relevant) in enumerate(ranked, start=1) if relevant), None)
+        reciprocal.append(1 / first if first else 0.0)
+    return {"loss": loss, "mrr": sum(reciprocal) / len(reciprocal)}
+
+
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
           config: TrainingConfig = TrainingConfig()) -> Path:
     """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
 
-    Returns `out_dir`. A complete checkpoint there with the same inputs is kept as it is.
+    A `validation_fraction` of each source's queries is held out; every `eval_every` steps the
+    held-out loss and MRR are logged, and with `select: best` the checkpoint keeps the weights of
+    the step with the lowest held-out loss. Returns `out_dir`. A complete checkpoint there with the
+    same inputs is kept as it is.
     """
     from transformers import get_linear_schedule_with_warmup
     from tqdm.auto import tqdm
@@ -235,11 +362,14 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
         raise ValueError("train() needs at least one source")
     out_dir = Path(out_dir)
     device = models.pick_device(config.device)
+    precision = hardware.resolve_precision(config.precision, device)
+    dtype = hardware.compute_dtype(precision, device)
     started = time.perf_counter()
     examples = [load_source(source, config) for source in sources]
     with deterministic(config.seed):
-        classifier = models.load_classifier(base, num_layers=config.num_layers, seed=config.seed, device=device)
-        n_logits = classifier.model.config.num_labels if classifier.head == "sequence_classification" else 2
+        classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
+                                            device=device)
+        n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
         if n_logits != 2:
             raise models.CheckpointError(f"{base}: training needs a two-way head, this one has {n_logits} logit(s)")
         meta = {
@@ -257,34 +387,56 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
 
         for source, example in zip(sources, examples):
             _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
-        queries = [example.topics[p.qid] for example in examples for p in example.pairs]
-        texts = [example.docs[p.docid] for example in examples for p in example.pairs]
-        relevant, other = classifier.relevant_index, 1 - classifier.relevant_index
-        targets = torch.tensor([relevant if p.label else other for example in examples for p in example.pairs])
+        relevant = classifier.relevant_index
+        data = encode(classifier.tokenizer, examples, "pairs", relevant, config.max_length)
+        held_out = encode(classifier.tokenizer, examples, "validation", relevant, config.max_length)
+        pad = classifier.tokenizer.pad_token_id
+        pad_id = 0 if pad is None else int(pad)
+        lengths = [len(ids) for ids in data.ids]
+        baseline = prior_loss(data.targets, held_out.targets)
 
         model = classifier.model
         model.train()
         optimizer = optimizer_for(model, config)
-        steps_per_epoch = math.ceil(len(targets) / config.batch_size)
+        steps_per_epoch = math.ceil(len(lengths) / config.batch_size)
         total_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
         scheduler = get_linear_schedule_with_warmup(optimizer, round(config.warmup * total_steps), total_steps)
         shuffler = torch.Generator().manual_seed(config.seed)
+        autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
 
         log: list[dict[str, Any]] = []
+        checks: list[dict[str, Any]] = []
+        best: dict[str, Any] = {}
         smoothed = None
-        epochs_done, steps_left = divmod(total_steps, steps_per_epoch)
-        bar = tqdm(total=epochs_done * len(targets) + steps_left * config.batch_size, unit="pair", desc=f"train {out_dir.name}", file=sys.stderr)
-        step = 0
-        while step < total_steps:
-            order = torch.randperm(len(targets), generator=shuffler).tolist()
-            for start in range(0, len(order), config.batch_size):
-                if step == total_steps:
+        bar = tqdm(total=total_steps, unit="step", desc=f"train {out_dir.name}", file=sys.stderr)
+        step, pairs_seen, tokens_seen, padded_seen, train_seconds = 0, 0, 0, 0, 0.0
+
+        def check() -> bool:
+            """Validate; keep the best weights; True when patience has run out."""
+            if not len(held_out.ids):
+                return False
+            result = validate(model, held_out, relevant, pad_id, device, dtype)
+            entry = {"step": step, "epoch": round(step / steps_per_epoch, 4), "validation_loss": result["loss"],
+                     "validation_mrr": result["mrr"], "prior_loss": baseline}
+            checks.append(entry)
+            print(f"train {out_dir.name}: step {step}, validation loss {result['loss']:.4f} (prior {baseline:.4f}), "
+                  f"MRR {result['mrr']:.4f}", file=sys.stderr)
+            if not best or result["loss"] < best["entry"]["validation_loss"]:
+                best.update(entry=entry, state={k: v.detach().clone() for k, v in model.state_dict().items()}
+                            if config.select == "best" else None)
+            passes_since_best = len(checks) - 1 - checks.index(best["entry"])
+            return config.patience is not None and passes_since_best >= config.patience
+
+        stopped_early = check()  # step 0: the untrained head, the reference for every later pass
+        while step < total_steps and not stopped_early:
+            for batch in epoch_batches(lengths, config.batch_size, shuffler, config.bucketed):
+                if step == total_steps or stopped_early:
                     break
-                batch = order[start:start + config.batch_size]
-                encoded = classifier.tokenizer([queries[i] for i in batch], [texts[i] for i in batch], padding=True,
-                                               truncation="only_second", max_length=config.max_length,
-                                               return_tensors="pt").to(device)
-                loss = torch.nn.functional.cross_entropy(model(**encoded).logits, targets[batch].to(device))
+                tick = time.perf_counter()
+                inputs = collate(data, batch, pad_id, device)
+                with autocast:
+                    logits = model(**inputs).logits
+                loss = torch.nn.functional.cross_entropy(logits.float(), data.targets[batch].to(device))
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
                 lr = scheduler.get_last_lr()[0]
@@ -293,11 +445,20 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 value = loss.item()
-                log.append({"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": value, "lr": lr})
+                train_seconds += time.perf_counter() - tick
+                pairs_seen += len(batch)
+                tokens_seen += int(inputs["attention_mask"].sum())
+                padded_seen += inputs["attention_mask"].numel()
+                log.append({"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": value, "lr": lr,
+                            "width": int(inputs["input_ids"].shape[1])})
                 smoothed = value if smoothed is None else 0.95 * smoothed + 0.05 * value
                 bar.set_postfix(loss=f"{smoothed:.4f}", refresh=False)
-                bar.update(len(batch))
+                bar.update(1)
+                if step % config.eval_every == 0 or step == total_steps:
+                    stopped_early = check()
         bar.close()
+        if best.get("state") is not None:
+            model.load_state_dict(best["state"])
         model.eval()
 
     tmp = out_dir.with_name(out_dir.name + ".tmp")
@@ -307,12 +468,25 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     classifier.tokenizer.save_pretrained(tmp)
     with open(tmp / LOG_FILE, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(entry) + "\n" for entry in log)
-    plot_loss(log, tmp / PLOT_FILE, title=out_dir.name)
+    with open(tmp / VALIDATION_FILE, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(entry) + "\n" for entry in checks)
+    plot_loss(log, tmp / PLOT_FILE, title=out_dir.name, validation=checks)
     import transformers
 
+    chosen = best.get("entry") if config.select == "best" and best else (checks[-1] if checks else None)
     meta.update(
         fingerprint=models.fingerprint(model, head=classifier.head, relevant_index=classifier.relevant_index),
-        device=str(device), steps=total_steps, pairs=len(targets), final_loss=log[-1]["loss"],
+        device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
+        planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
+        validation=None if chosen is None else {
+            "selected_step": chosen["step"], "loss": chosen["validation_loss"], "mrr": chosen["validation_mrr"],
+            "prior_loss": baseline, "untrained_loss": checks[0]["validation_loss"],
+            "untrained_mrr": checks[0]["validation_mrr"], "last_loss": checks[-1]["validation_loss"],
+            "pairs": len(held_out.ids), "select": config.select},
+        throughput={"pairs_per_second": round(pairs_seen / train_seconds, 2) if train_seconds else None,
+                    "tokens_per_second": round(tokens_seen / train_seconds, 1) if train_seconds else None,
+                    "padding_fraction": round(1 - tokens_seen / padded_seen, 4) if padded_seen else None,
+                    "threads": torch.get_num_threads() if device.type == "cpu" else None},
         seconds=round(time.perf_counter() - started, 1),
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         complete=True,
@@ -363,8 +537,9 @@ def _publish(tmp: Path, out_dir: Path) -> None:
     tmp.rmdir()
 
 
-def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> None:
-    """Raw loss per step and its moving average."""
+def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "",
+              validation: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Training loss per step (raw and moving average), held-out loss, and the label-prior line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -375,12 +550,19 @@ def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> 
     window = max(1, min(50, len(loss) // 10))
     average = np.convolve(loss, np.ones(window) / window, mode="valid")
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, loss, lw=0.8, alpha=0.4, label="loss")
-    ax.plot(steps[window - 1:], average, lw=1.8, label=f"moving average ({window} steps)")
+    ax.plot(steps, loss, lw=0.8, alpha=0.3, label="training loss")
+    ax.plot(steps[window - 1:], average, lw=1.8, label=f"training, moving average ({window} steps)")
+    if validation:
+        ax.plot([e["step"] for e in validation], [e["validation_loss"] for e in validation], "o-", lw=1.8,
+                label="held-out loss")
+        ax.axhline(validation[0]["prior_loss"], color="grey", ls="--", lw=1.2, label="label prior")
+        best = min(validation, key=lambda e: e["validation_loss"])
+        ax.annotate(f"best {best['validation_loss']:.3f} @ {best['step']}", (best["step"], best["validation_loss"]),
+                    textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy")
     ax.set_title(title)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -401,6 +583,8 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--max-length": ("max_length", int), "--warmup": ("warmup", float), "--weight-decay": ("weight_decay", float),
     "--seed": ("seed", int), "--negatives": ("negatives_per_positive", int), "--negatives-depth": ("negatives_depth", int),
     "--max-pairs": ("max_pairs", int), "--device": ("device", str), "--num-layers": ("num_layers", int),
+    "--head": ("head", str), "--precision": ("precision", str), "--validation-fraction": ("validation_fraction", float),
+    "--eval-every": ("eval_every", int), "--select": ("select", str), "--patience": ("patience", int),
 }
 
 
@@ -421,9 +605,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="source name (default: the docs file's folder)")
     p.add_argument("--relevant-min-grade", type=int, help="lowest relevant grade (default: the collection's, else 1)")
     p.add_argument("--source", action="append", type=parse_source, default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
+    p.add_argument("--mix", action="store_true", help="train on the --source collections shuffled together, in one "
+                   "stage (default: in turn, each from the previous weights)")
     p.add_argument("--config", type=Path, help="experiment YAML (merged with the registries) for training defaults")
     p.add_argument("--checkpoint", help="with --config: the finetune checkpoint's name (its base and training:)")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: the cores this process may use)")
+    p.add_argument("--no-bucketing", dest="bucketed", action="store_const", const=False,
+                   help="random batches padded to their longest pair (default: length-bucketed)")
     for flag, (field, kind) in HYPER_PARAMETERS.items():
         p.add_argument(flag, type=kind, dest=field, help=f"default: {getattr(TrainingConfig(), field)}")
     return p
@@ -464,11 +652,15 @@ def main(argv: list[str] | None = None) -> int:
         sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
     settings.update({field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values()
                      if getattr(args, field) is not None})
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.bucketed is not None:
+        settings["bucketed"] = args.bucketed
+    torch.set_num_threads(args.threads or hardware.cpu_threads())
 
-    out = train_chain(base, sources, args.out, TrainingConfig.from_mapping(settings))
+    config = TrainingConfig.from_mapping(settings)
+    out = train(base, sources, args.out, config) if args.mix else train_chain(base, sources, args.out, config)
     meta = models.read_meta(out)
-    print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}, "
-          f"fingerprint {meta['fingerprint']}")
+    chosen = meta.get("validation") or {}
+    print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}"
+          + (f", held-out loss {chosen['loss']:.4f} at step {chosen['selected_step']} (label prior "
+             f"{chosen['prior_loss']:.4f})" if chosen else "") + f", fingerprint {meta['fingerprint']}")
     return 0

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from reranker import hardware
 from reranker import score as sc
 from reranker import segment as seg
 from reranker.models import load_classifier
@@ -47,11 +48,12 @@ def cli_args(inputs: dict[str, Path], checkpoint: Path, out: Path, cache: Path, 
 
 
 @pytest.mark.parametrize("head, kind", [("sequence_classification", "logit"), ("sequence_classification", "log_prob"),
+                                        ("mean_pooling", "logit"), ("mean_pooling", "log_prob"),
                                         ("next_sentence_prediction", "logit")])
 def test_batched_bucketed_scores_equal_one_pair_at_a_time(tiny_model_dir, pairs, head, kind):
     classifier = load_classifier(str(tiny_model_dir), head=head)
     scorer = sc.Scorer(classifier, kind=kind, batch_size=16)
-    assert scorer.cls_only  # the fast BERT path is the one under test
+    assert scorer.fast_path  # the fast BERT path is the one under test
     sample = pairs[::6]
     batched = scorer.score([p.query for p in sample], [p.text for p in sample])
     index = classifier.relevant_index
@@ -160,9 +162,24 @@ def test_run_documents_without_segments_are_an_error(inputs):
 
 def test_fast_precision_runs_in_bf16_or_says_why_not(tiny_model_dir):
     classifier = load_classifier(str(tiny_model_dir))
-    flags = sc.cpu_info()["flags"]
-    if any(flag in flags for flag in sc.CPU_BF16_FLAGS):
+    flags = hardware.cpu_info()["flags"]
+    if any(flag in flags for flag in hardware.CPU_BF16_FLAGS):
         assert sc.Scorer(classifier, precision="fast", device="cpu").dtype == torch.bfloat16
     else:
         with pytest.raises(sc.PrecisionNotApplicable, match="avx512_bf16"):
             sc.Scorer(classifier, precision="fast", device="cpu")
+
+
+def test_bi_encoder_scores_are_sentence_transformers_cosines(pairs):
+    from sentence_transformers import SentenceTransformer
+
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+    scorer = sc.Scorer(load_classifier(model, head="bi_encoder"), kind="cosine", batch_size=16)
+    sample = pairs[::7][:60]
+    got = scorer.score([p.query for p in sample], [p.text for p in sample])
+    reference = SentenceTransformer(model, device="cpu")
+    queries = reference.encode([p.query for p in sample], normalize_embeddings=True)
+    texts = reference.encode([p.text for p in sample], normalize_embeddings=True)
+    assert np.abs(got - (queries * texts).sum(axis=1)).max() < 1e-5
+    with pytest.raises(ValueError, match="does not fit head"):
+        sc.Scorer(load_classifier(model, head="bi_encoder"), kind="logit")

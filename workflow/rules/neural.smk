@@ -63,7 +63,7 @@ def hf_flags(name):
     entry = checkpoint_entry(name)
     if entry["source"] != "hf":
         return ""
-    flags = f"--head {entry.get('head', 'sequence_classification')}"
+    flags = f"--head {entry['head']}" if entry.get("head") else ""  # none: the model's own pooling
     if "relevant_index" in entry:
         flags += f" --relevant-index {entry['relevant_index']}"
     if entry.get("num_layers"):
@@ -74,11 +74,22 @@ def hf_flags(name):
 def training_flags(name):
     settings = dict(CFG.get("training", {}))
     settings.update(checkpoint_entry(name).get("training", {}))
+    base = checkpoint_entry(checkpoint_entry(name)["base"])
+    if base["source"] == "hf":  # a fetched base: its declared head and layer slice
+        settings["head"] = settings.get("head") or base.get("head")
+        settings["num_layers"] = settings.get("num_layers") or base.get("num_layers")
     flag = {"learning_rate": "--lr", "epochs": "--epochs", "batch_size": "--batch-size",
             "max_length": "--max-length", "warmup": "--warmup", "weight_decay": "--weight-decay",
             "seed": "--seed", "negatives_per_positive": "--negatives", "negatives_depth": "--negatives-depth",
-            "max_pairs": "--max-pairs", "device": "--device", "num_layers": "--num-layers"}
-    return " ".join(f"{flag[key]} {value}" for key, value in settings.items() if value is not None and key in flag)
+            "max_pairs": "--max-pairs", "device": "--device", "num_layers": "--num-layers", "head": "--head",
+            "precision": "--precision", "validation_fraction": "--validation-fraction",
+            "eval_every": "--eval-every", "select": "--select", "patience": "--patience"}
+    flags = [f"{flag[key]} {value}" for key, value in settings.items() if value is not None and key in flag]
+    if settings.get("bucketed") is False:
+        flags.append("--no-bucketing")
+    if checkpoint_entry(name).get("mix"):
+        flags.append("--mix")
+    return " ".join(flags)
 
 
 rule folds:
@@ -160,7 +171,7 @@ rule score:
     params:
         ref=lambda w: checkpoint_ref(w.checkpoint),
         hf=lambda w: hf_flags(w.checkpoint),
-        kind=SCORE.get("kind", "logit"),
+        kind=lambda w: "cosine" if checkpoint_entry(w.checkpoint).get("head") == "bi_encoder" else SCORE.get("kind", "logit"),
         batch=SCORE.get("batch_size", 64),
         precision=SCORE.get("precision", "exact"),
         device=SCORE.get("device", "auto"),

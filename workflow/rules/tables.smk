@@ -68,6 +68,9 @@ def birch_rows():
         for unit in UNITS:
             rows += [(f"{METHOD_LABELS[m]} over {unit}, {checkpoint_label(PASSAGE_CHECKPOINT)}",
                       f"{m}.{PASSAGE_CHECKPOINT}.{unit}", PASSAGE_CHECKPOINT) for m in AGGREGATION]
+    if "maxp" in AGGREGATION:  # every other checkpoint's sentence evidence on its own, too
+        rows += [(f"MaxP over sentences, {checkpoint_label(name)}", f"maxp.{name}.sentences", name)
+                 for name in BIRCH_CHECKPOINTS if name != PASSAGE_CHECKPOINT]
     return rows
 
 
@@ -77,14 +80,27 @@ def birch_cells():
             if name is None or applies_to(name, SLUG_TO_ID[s])]
 
 
+def finetuned(names):
+    return [c for c in names if checkpoint_entry(c)["source"] == "finetune"]
+
+
 def birch_caption():
-    models = ", ".join(f"{checkpoint_label(c)} = {hub_model(c)} fine-tuned on {' → '.join(training_chain(c))}"
-                       for c in BIRCH_CHECKPOINTS if checkpoint_entry(c)["source"] == "finetune")
+    fine_tuned = finetuned(BIRCH_CHECKPOINTS)
+    models = "; ".join(f"{checkpoint_label(c)} = {hub_model(c)} fine-tuned on {' → '.join(training_chain(c))}"
+                       for c in fine_tuned)
+    references = [c for c in BIRCH_CHECKPOINTS if checkpoint_entry(c).get("head") == "bi_encoder"]
+    training = dict(CFG.get("training", {}))
+    reference_text = (f" Reference rows, not Birch's classifier: {', '.join(checkpoint_label(c) for c in references)}, "
+                      f"the cosine of the mean-pooled query and sentence vectors as S_i in the same fusion."
+                      if references else "")
     return (f"Birch on open collections, cross-domain (no checkpoint is trained on a collection it is evaluated on). "
             f"{RUN_LABELS[FIRST_STAGE]} top {K} documents reranked, the rest kept in order; sentences by pysbd, "
-            f"max length {SEGMENT.get('max_length', 128)} tokens; {models}. a, w2, w3 chosen by 5-fold CV on AP "
-            f"(folds in {RESULTS}/folds/). K, max length and models are sized for the default run's budget of "
-            f"60 minutes on 2 CPU cores (MiniLM-L6 scores ~145 sentence pairs/s there).")
+            f"max length {SEGMENT.get('max_length', 128)} tokens; {models}"
+            f" (a classification head on the pooling the base was trained with; lr {training.get('learning_rate')}, "
+            f"{training.get('negatives_per_positive')} BM25 negatives per positive, {training.get('epochs')} epochs, "
+            f"max length {training.get('max_length')}, the step with the lowest held-out loss on "
+            f"{training.get('validation_fraction', 0.1):.0%} of the training queries). a, w2, w3 chosen by 5-fold CV "
+            f"on AP (folds in {RESULTS}/folds/).{reference_text}")
 
 
 if TARGET_SLUGS:
@@ -96,6 +112,8 @@ if TARGET_SLUGS:
             meta=lambda w: [f"{WORK}/scores/{s}/{c}/{FIRST_STAGE}.k{K}.sentences.tsv.meta.json"
                             for s in TARGET_SLUGS for c in BIRCH_CHECKPOINTS if applies_to(c, SLUG_TO_ID[s])],
             folds=[f"{WORK}/folds/{s}.json" for s in TARGET_SLUGS],
+            checkpoints=[f"{WORK}/checkpoints/{c}/reranker.json"
+                         for c in finetuned(dict.fromkeys(BIRCH_CHECKPOINTS + [PASSAGE_CHECKPOINT] if PASSAGE_CHECKPOINT else BIRCH_CHECKPOINTS))],
         output:
             md=f"{RESULTS}/tables/birch_main.md",
             csv=f"{RESULTS}/tables/birch_main.csv",
@@ -103,6 +121,8 @@ if TARGET_SLUGS:
             figure=f"{RESULTS}/figures/birch_main_per_query_ap.png",
             numbers=f"{RESULTS}/numbers/birch_main.json",
             folds=[f"{RESULTS}/folds/{s}.json" for s in TARGET_SLUGS],
+            curves=[f"{RESULTS}/figures/checkpoint_{c}_loss.png"
+                    for c in finetuned(dict.fromkeys(BIRCH_CHECKPOINTS + [PASSAGE_CHECKPOINT] if PASSAGE_CHECKPOINT else BIRCH_CHECKPOINTS))],
         params:
             specs=lambda w: " ".join(shlex.quote(f"{SLUG_TO_ID[s]}:{label}:{WORK}/eval/{s}/{run}.json") for s, label, run in birch_cells()),
             baseline=RUN_LABELS[FIRST_STAGE],
@@ -110,10 +130,15 @@ if TARGET_SLUGS:
             measures=" ".join(MEASURES),
             out=f"{RESULTS}/tables/birch_main",
             fusion=f"{WORK}/fusion",
+            checkpoints=lambda w, input: " ".join(shlex.quote(f"{checkpoint_label(Path(path).parent.name)}:{path}")
+                                                  for path in input.checkpoints),
+            copy_curves=lambda w, input, output: " && ".join(
+                f"cp {Path(path).parent}/loss.png {curve}" for path, curve in zip(input.checkpoints, output.curves)) or "true",
         shell:
             "mkdir -p {RESULTS}/folds {RESULTS}/fusion && cp {input.folds} {RESULTS}/folds/"
-            " && cp -r {params.fusion}/. {RESULTS}/fusion/"
+            " && cp -r {params.fusion}/. {RESULTS}/fusion/ && {params.copy_curves}"
             " && {PY} -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
             " --measures {params.measures} --caption {params.caption:q} --formats md csv tex"
-            " --figure {output.figure} --meta {input.meta} --out {params.out} --numbers {output.numbers}"
+            " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints}"
+            " --out {params.out} --numbers {output.numbers}"
             " --command {RUN_COMMAND:q} > /dev/null"

@@ -1,0 +1,48 @@
+"""Heads follow how a base was trained: sentence-transformers' pooling config, else BERT's [CLS]."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from reranker import models
+
+
+def test_the_head_matches_the_pooling_the_base_was_trained_with(tiny_model_dir, tmp_path):
+    assert models.base_pooling("sentence-transformers/all-MiniLM-L6-v2") == "mean"
+    assert models.default_head("sentence-transformers/all-MiniLM-L6-v2") == "mean_pooling"
+    # The offline copy of paraphrase-MiniLM-L3-v2 has no 1_Pooling: the config names its head instead.
+    assert models.base_pooling("sentence-transformers/paraphrase-MiniLM-L3-v2") is None
+    assert models.default_head("sentence-transformers/paraphrase-MiniLM-L3-v2") == "sequence_classification"
+
+    local = tmp_path / "cls-pooled"
+    local.mkdir()
+    (local / "modules.json").write_text(json.dumps([{"idx": 1, "name": "1", "path": "1_Pooling",
+                                                     "type": "sentence_transformers.models.Pooling"}]))
+    (local / "1_Pooling").mkdir()
+    (local / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True,
+                                                                 "pooling_mode_mean_tokens": False}))
+    assert models.default_head(str(local)) == "sequence_classification"
+    (local / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
+    with pytest.raises(models.CheckpointError, match="'max' pooling"):
+        models.default_head(str(local))
+
+
+def test_a_mean_pooled_classifier_round_trips_and_ignores_padding(tmp_path):
+    classifier = models.load_classifier("sentence-transformers/all-MiniLM-L6-v2", num_layers=2, seed=3)
+    assert classifier.head == "mean_pooling" and classifier.relevant_index == 1
+    classifier.model.save_pretrained(tmp_path)
+    classifier.tokenizer.save_pretrained(tmp_path)
+    models.write_meta(tmp_path, {"head": classifier.head, "relevant_index": 1})
+    again = models.load_classifier(str(tmp_path))
+    assert again.head == "mean_pooling" and again.fingerprint == classifier.fingerprint
+
+    tokenizer = classifier.tokenizer
+    alone = tokenizer("wing flutter", "flutter of a swept wing", return_tensors="pt")
+    padded = tokenizer(["wing flutter", "a much longer query about boundary layers"],
+                       ["flutter of a swept wing", "transition in a boundary layer at high speed"],
+                       padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        assert torch.allclose(again.model(**alone).logits[0], again.model(**padded).logits[0], atol=1e-5)
