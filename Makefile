@@ -29,8 +29,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench]"
 	@touch $(STAMP)
 
-run: setup  ## the main job: every table of the default configuration
+run: setup  ## the main job: every table of the default configuration, and its wall clock
 	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/python -m reranker tables wallclock --log "$$(ls -t .snakemake/log/*.snakemake.log | head -1)" \
+		--out results/numbers/run.json --command "make run"
 
 test: setup  ## the test suite, including the quick profile of the DAG
 	$(BIN)/python -m pytest
@@ -41,6 +43,7 @@ quick: setup
 benchmarks: setup
 	$(BIN)/python benchmarks/score_throughput.py
 	$(BIN)/python benchmarks/fusion_cv.py
+	$(BIN)/python benchmarks/train_throughput.py
 
 dry-run: setup
 	$(BIN)/snakemake -n

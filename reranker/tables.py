@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,7 +266,26 @@ def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Ma
     return record
 
 
+def wall_clock(log: str | os.PathLike) -> dict | None:
+    """Start, wall-clock seconds and jobs of a finished Snakemake run, from its log; None if it ran no job."""
+    import re
+
+    text = Path(log).read_text(encoding="utf-8", errors="replace")
+    started = re.search(r"^\s*Date: (.+)$", text, re.M)
+    elapsed = re.search(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d+):([\d.]+)$", text, re.M)
+    done = re.findall(r"^(\d+) of (\d+) steps \(100%\) done$", text, re.M)
+    if not (started and elapsed and done):
+        return None
+    days, hours, minutes, seconds = (float(x) if x else 0.0 for x in elapsed.groups())
+    return {"started": started.group(1).strip(), "wall_clock_seconds": round(((days * 24 + hours) * 60 + minutes) * 60 + seconds, 1),
+            "jobs": int(done[-1][1]), "snakemake_log": Path(log).name}
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["wallclock"]:
+        return main_wall_clock(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker tables",
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -346,4 +366,32 @@ def main(argv: list[str] | None = None) -> int:
         written.append(Path(args.numbers))
     for path in written:
         print(path)
+    return 0
+
+
+def main_wall_clock(argv: list[str]) -> int:
+    """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made."""
+    parser = argparse.ArgumentParser(prog="python -m reranker tables wallclock",
+                                     description="the wall clock of a finished Snakemake run, from its log")
+    parser.add_argument("--log", required=True, help=".snakemake/log/*.snakemake.log of the run")
+    parser.add_argument("--out", required=True, help="JSON to write (kept as it is when the run did no job)")
+    parser.add_argument("--command", default="", help="the command that was timed")
+    args = parser.parse_args(argv)
+    timing = wall_clock(args.log)
+    if timing is None:
+        print(f"{args.log}: no finished job in this run; {args.out} kept", file=sys.stderr)
+        return 0
+    from reranker.hardware import cpu_info, cpu_threads, has_fast_half
+
+    import torch
+
+    info = cpu_info()
+    record = provenance(args.command, extra={**timing, "machine": {
+        "cpu": info["model"], "cores": cpu_threads(), "bf16": has_fast_half(torch.device("cpu")),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}})
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(str(args.out) + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(tmp, args.out)
+    print(f"{args.out}: {timing['jobs']} jobs in {timing['wall_clock_seconds'] / 60:.1f} min")
     return 0
