@@ -100,3 +100,25 @@ def test_command_line_table_figure_and_numbers(tmp_path):
     assert stored["numbers"]["synthetic"]["Birch 1S"]["AP@1000"] == pytest.approx(evaluate(better, qrels).aggregate["AP@1000"])
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
     assert "Birch 1S" in out.with_suffix(".md").read_text()
+
+
+def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
+    from reranker.tables import main, wall_clock
+
+    log = tmp_path / "2026-01-01T000000.000000.snakemake.log"
+    log.write_text("Assuming unrestricted shared filesystem usage.\n\nSNAKEMAKE\n=========\n  Date: 2026-01-01 00:00:00\n"
+                   "[Thu Jan  1 00:00:01 2026]\nFinished jobid: 1 (Rule: index)\n1 of 2 steps (50%) done\n"
+                   "2 of 2 steps (100%) done\nComplete log(s): x\nElapsed time: 0:52:46.250000\n")
+    assert wall_clock(log) == {"started": "2026-01-01 00:00:00", "wall_clock_seconds": 3166.2, "jobs": 2,
+                               "snakemake_log": log.name}
+    out = tmp_path / "run.json"
+    assert main(["wallclock", "--log", str(log), "--out", str(out), "--command", "make run"]) == 0
+    record = json.loads(out.read_text())
+    assert record["wall_clock_seconds"] == 3166.2 and record["command"] == "make run" and record["machine"]["cores"] >= 1
+    assert record["machine"]["gpu"]  # a GPU name, or "none": never empty
+
+    nothing = tmp_path / "nothing.snakemake.log"
+    nothing.write_text("  Date: 2026-01-01 00:00:00\nNothing to be done (all requested files are present and up to date).\n")
+    assert wall_clock(nothing) is None
+    assert main(["wallclock", "--log", str(nothing), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["wall_clock_seconds"] == 3166.2  # a no-op run keeps the timed run's record

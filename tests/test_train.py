@@ -251,3 +251,19 @@ def test_chained_fine_tuning_from_the_command_line(scifact, tiny_model_dir, tmp_
     train_chain(str(tiny_model_dir), [first, second], out,
                 TrainingConfig(max_length=MAX_LENGTH, batch_size=4, max_pairs=12))
     assert {path: path.stat().st_mtime_ns for path in written} == written
+
+
+def test_mixed_sources_train_in_one_stage_and_validate_on_each(scifact, tiny_model_dir, tmp_path):
+    train_qids = split(scifact)[0]
+    _, first_file = with_qids(scifact, train_qids[:40], tmp_path, "scifact-a")
+    _, second_file = with_qids(scifact, train_qids[40:80], tmp_path, "scifact-b")
+    files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
+    out = tmp_path / "mix"
+    assert main(["--base", str(tiny_model_dir), "--out", str(out), "--mix", "--source", f"scifact-a:{files}:{first_file}",
+                 "--source", f"scifact-b:{files}:{second_file}", "--max-length", str(MAX_LENGTH), "--batch-size", "4",
+                 "--max-pairs", "12", "--threads", "1", "--precision", "exact"]) == 0
+    meta = models.read_meta(out)
+    assert [s["name"] for s in meta["sources"]] == ["scifact-a", "scifact-b"] and meta["pairs"] == 24
+    assert all(s["validation_queries"] == 4 for s in meta["sources"])  # 10% of each source's 40 queries
+    assert meta["validation"]["pairs"] == sum(s["validation_pairs"] for s in meta["sources"])
+    assert meta["dtype"] == "float32" and not any(out.glob("stage-*"))

@@ -63,6 +63,14 @@ def test_quick_profile_writes_every_table(quick_run):
     for name in ("baselines.md", "baselines.csv", "dataset_stats.md", "birch_main.md", "birch_main.csv", "birch_main.tex"):
         assert (quick_run / "tables" / name).stat().st_size > 0, name
     assert (quick_run / "figures" / "birch_main_per_query_ap.png").stat().st_size > 0
+    # Each fine-tuned checkpoint's held-out loss against the label prior: a curve and a note.
+    table = (quick_run / "tables" / "birch_main.md").read_text()
+    for name, label in (("scifact", "BERT(SciFact)"), ("scifact-cranfield", "BERT(SciFact→Cranfield)")):
+        assert (quick_run / "figures" / f"checkpoint_{name}_loss.png").stat().st_size > 0
+        assert f"{label}: held-out loss" in table and "label prior" in table
+    assert "Bi-encoder MiniLM-L3 (zero-shot) 1S" in table
+    checkpoints = json.loads((quick_run / "numbers" / "birch_main.json").read_text())["provenance"]["checkpoints"]
+    assert {v["validation"]["select"] for v in checkpoints.values()} == {"best"}
 
 
 def test_rerun_has_nothing_to_do(quick_run):

@@ -149,6 +149,7 @@ rule train:
         ),
         flags=lambda w: training_flags(w.checkpoint),
         out=lambda w: f"{WORK}/checkpoints/{w.checkpoint}",
+    priority: 10  # the longest job on the critical path: start it as soon as its inputs exist
     threads: THREADS
     log:
         f"{WORK}/logs/train/{{checkpoint}}.log",
