@@ -169,8 +169,8 @@ def test_a_few_hundred_steps_learn_below_the_label_prior(scifact, tmp_path):
     lrs = [entry["lr"] for entry in log]  # 30 warm-up steps (10%), then a linear decay
     assert lrs.index(max(lrs)) == 30 and max(lrs) == pytest.approx(config.learning_rate)
     assert lrs == sorted(lrs[:31]) + sorted(lrs[31:], reverse=True)
-    widths = [entry["width"] for entry in log]
-    assert max(widths) <= 128 and len(set(widths)) > 10  # batches padded to their own longest pair
+    # SciFact abstracts fill 128 tokens, so almost no batch is padded (bucketing: its own test).
+    assert max(entry["width"] for entry in log) <= 128 and meta["throughput"]["padding_fraction"] < 0.05
 
 
 def test_length_buckets_cover_every_pair_once_and_group_similar_lengths():
