@@ -17,7 +17,8 @@ Conventions (each is also written to the parameters JSON):
   without any unit gets 0 for every unit term either way.
 - Normalisation (`normalise`) is per query: S_doc over the top-K documents, unit scores over all
   units of those documents; `none` keeps the raw scores as Birch did. minmax maps to [0, 1], zscore
-  to mean 0 / sd 1; a constant list maps to 0.
+  to mean 0 / sd 1; a constant list maps to 0. `cv` chooses one of them per fold, on the training
+  folds, jointly with a and w (the normalisation whose best grid point has the highest train AP).
 - AP is AP@1000 (trec_eval -M1000 map): rank by score descending as a C float (trec_eval keeps
   scores in single precision, so nearly equal doubles tie), ties by docid descending; a
   document is relevant at grade >= `relevant_min_grade`, divide by the query's relevant count in
@@ -305,27 +306,48 @@ def cross_validate(run: Run, candidates: Mapping[str, Candidates], qrels: Qrels,
 
     Returns the joined test-fold runs (every fold query in the run) and the choice per fold.
     """
+    joined, choices, _ = cross_validate_sets(run, {"given": candidates}, qrels, folds, top_n, alpha_step, weight_step,
+                                             relevant_min_grade, cutoff, max_cells, show_progress)
+    return joined, choices
+
+
+def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Candidates]], qrels: Qrels,
+                        folds: Mapping[str, Sequence[str]], top_n: int, alpha_step: float = 0.1,
+                        weight_step: float = 0.1, relevant_min_grade: int = 1, cutoff: int = CUTOFF,
+                        max_cells: int = MAX_CELLS, show_progress: bool = True
+                        ) -> tuple[Run, list[FoldChoice], dict[str, str]]:
+    """Cross-validation over several feature sets (e.g. one per normalisation) as well as the grid.
+
+    On each fold's training queries, the best grid point of each set is found, and the set whose
+    best is highest wins (ties: the earlier set). Returns the joined run, the choices, and the set
+    chosen per fold.
+    """
     params = parameter_grid(top_n, alpha_step, weight_step)
     evaluated = [qid for qid in qid_order({q for qids in folds.values() for q in qids}) if qid in run and qid in qrels]
     if not evaluated:
         raise ValueError("no fold query is both in the run and in the qrels")
-    matrix = grid_ap_matrix(candidates, qrels, evaluated, params, top_n, relevant_min_grade, cutoff, max_cells, show_progress)
+    matrices = {name: grid_ap_matrix(candidates, qrels, evaluated, params, top_n, relevant_min_grade, cutoff, max_cells,
+                                     show_progress) for name, candidates in candidate_sets.items()}
     row = {qid: i for i, qid in enumerate(evaluated)}
     joined: Run = {}
-    choices = []
+    choices, chosen = [], {}
     for fold, test_qids in folds.items():
         test = set(test_qids)
         train_rows = [row[q] for q in evaluated if q not in test]
         test_rows = [row[q] for q in evaluated if q in test]
         if not train_rows:
             raise ValueError(f"fold {fold!r}: no training query (other folds) is both in the run and in the qrels")
-        best = best_grid_point(matrix[train_rows].mean(axis=0), params)
+        best_of = {name: best_grid_point(matrix[train_rows].mean(axis=0), params) for name, matrix in matrices.items()}
+        train_ap = {name: float(matrices[name][train_rows, best].mean()) for name, best in best_of.items()}
+        name = next(n for n in candidate_sets if train_ap[n] >= max(train_ap.values()) - TIE_TOLERANCE)
+        best, matrix = best_of[name], matrices[name]
         a, w2, w3 = (float(x) for x in params[best])
-        joined.update(fuse(run, candidates, (a, w2, w3), top_n, [q for q in test_qids if q in run]))
-        choices.append(FoldChoice(fold, top_n, a, w2, w3, float(matrix[train_rows, best].mean()),
+        joined.update(fuse(run, candidate_sets[name], (a, w2, w3), top_n, [q for q in test_qids if q in run]))
+        choices.append(FoldChoice(fold, top_n, a, w2, w3, train_ap[name],
                                   float(matrix[test_rows, best].mean()) if test_rows else math.nan,
                                   len(train_rows), len(test_rows)))
-    return joined, choices
+        chosen[fold] = name
+    return joined, choices, chosen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,18 +422,22 @@ def run_birch(args: argparse.Namespace) -> int:
     if outside:
         print(f"{len(outside)} queries of {args.run} are in no fold of {args.folds} and are left out (e.g. {outside[0]})",
               file=sys.stderr)
-    candidates = birch_candidates(run, read_unit_scores(args.scores), args.top_n, args.normalise, args.short_docs)
-    fused, choices = cross_validate(run, candidates, qrels, folds, args.top_n, alpha_step, weight_step,
-                                    args.relevant_min_grade, args.cutoff)
+    unit_scores = read_unit_scores(args.scores)
+    methods = NORMALISATIONS if args.normalise == "cv" else (args.normalise,)
+    candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, args.short_docs) for m in methods}
+    fused, choices, chosen = cross_validate_sets(run, candidate_sets, qrels, folds, args.top_n, alpha_step, weight_step,
+                                                 args.relevant_min_grade, args.cutoff)
     write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
     tested = sum(c.test_queries for c in choices)
     test_ap = sum(c.test_ap * c.test_queries for c in choices if c.test_queries) / tested
     settings = describe(args.top_n, alpha_step, weight_step, args.normalise, args.short_docs, args.relevant_min_grade, args.cutoff)
     write_json({**settings, "inputs": {"run": str(args.run), "scores": str(args.scores), "qrels": str(args.qrels),
                                        "folds": str(args.folds)},
-                "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices]}, args.params_out)
+                "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
+                **({"normalise_per_fold": chosen} if args.normalise == "cv" else {})}, args.params_out)
     for c in choices:
-        print(f"{c.fold}: a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
+        how = f" {chosen[c.fold]}" if args.normalise == "cv" else ""
+        print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
     print(f"{settings['method']}: test AP {test_ap:.4f} over {tested} queries -> {args.out}")
     return 0
 
@@ -438,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     birch.add_argument("--step", type=float, default=0.1, help="grid step of a, w2 and w3")
     birch.add_argument("--alpha-step", type=float, help="grid step of a (default --step)")
     birch.add_argument("--weight-step", type=float, help="grid step of w2, w3 (default --step)")
-    birch.add_argument("--normalise", choices=NORMALISATIONS, default="none", help="per-query score normalisation")
+    birch.add_argument("--normalise", choices=NORMALISATIONS + ("cv",), default="none",
+                       help="per-query score normalisation; cv: chosen per fold on its training folds, with a and w")
     birch.add_argument("--short-docs", choices=SHORT_DOCS, default="birch",
                        help="documents with fewer than n units: birch = missing terms add 0; repeat_min = lowest unit score")
     birch.add_argument("--relevant-min-grade", type=int, default=1)

@@ -94,6 +94,24 @@ def test_cross_validation_matches_brute_force_ir_measures(data, top_n):
     assert weighted == pytest.approx(sum(overall.values()) / len(overall), abs=1e-12)
 
 
+def test_normalisation_chosen_by_cross_validation_is_the_best_on_training_folds_alone(data):
+    """`cv` picks, per fold, the normalisation whose best grid point has the highest train AP; the
+    test fold's AP never enters the choice."""
+    run, units, qrels = data
+    sets = {m: fuse.birch_candidates(run, units, 2, m) for m in fuse.NORMALISATIONS}
+    joined, choices, chosen = fuse.cross_validate_sets(run, sets, qrels, FOLDS, 2, STEP, STEP, show_progress=False)
+    for choice in choices:
+        single = {m: {c.fold: c for c in fuse.cross_validate(run, sets[m], qrels, FOLDS, 2, STEP, STEP,
+                                                                show_progress=False)[1]}[choice.fold]
+                  for m in fuse.NORMALISATIONS}
+        best = max(c.train_ap for c in single.values())
+        expected = next(m for m in fuse.NORMALISATIONS if single[m].train_ap >= best - fuse.TIE_TOLERANCE)
+        assert chosen[choice.fold] == expected and choice == single[expected]
+        assert ir_measures_ap(joined, qrels, FOLDS[choice.fold]) == ir_measures_ap(
+            fuse.fuse(run, sets[expected], (choice.a, choice.w2, choice.w3), 2), qrels, FOLDS[choice.fold])
+    assert set(chosen.values()) != {"none"}  # a real choice was made, not the first set by default
+
+
 def test_ties_go_to_the_largest_a_then_the_smallest_weights():
     params = fuse.parameter_grid(3, STEP, STEP)
     mean_ap = np.zeros(len(params))
