@@ -103,6 +103,10 @@ def birch_caption():
             f"on AP (folds in {RESULTS}/folds/).{reference_text}")
 
 
+# Fine-tuned checkpoints behind any row of the main table (each gets a note and a loss curve).
+TABLE_FINETUNED = finetuned(dict.fromkeys(BIRCH_CHECKPOINTS + [PASSAGE_CHECKPOINT] if PASSAGE_CHECKPOINT else BIRCH_CHECKPOINTS))
+
+
 if TARGET_SLUGS:
     TABLES.append(f"{RESULTS}/tables/birch_main.md")
 
@@ -113,7 +117,7 @@ if TARGET_SLUGS:
                             for s in TARGET_SLUGS for c in BIRCH_CHECKPOINTS if applies_to(c, SLUG_TO_ID[s])],
             folds=[f"{WORK}/folds/{s}.json" for s in TARGET_SLUGS],
             checkpoints=[f"{WORK}/checkpoints/{c}/reranker.json"
-                         for c in finetuned(dict.fromkeys(BIRCH_CHECKPOINTS + [PASSAGE_CHECKPOINT] if PASSAGE_CHECKPOINT else BIRCH_CHECKPOINTS))],
+                         for c in TABLE_FINETUNED],
         output:
             md=f"{RESULTS}/tables/birch_main.md",
             csv=f"{RESULTS}/tables/birch_main.csv",
@@ -122,7 +126,7 @@ if TARGET_SLUGS:
             numbers=f"{RESULTS}/numbers/birch_main.json",
             folds=[f"{RESULTS}/folds/{s}.json" for s in TARGET_SLUGS],
             curves=[f"{RESULTS}/figures/checkpoint_{c}_loss.png"
-                    for c in finetuned(dict.fromkeys(BIRCH_CHECKPOINTS + [PASSAGE_CHECKPOINT] if PASSAGE_CHECKPOINT else BIRCH_CHECKPOINTS))],
+                    for c in TABLE_FINETUNED],
         params:
             specs=lambda w: " ".join(shlex.quote(f"{SLUG_TO_ID[s]}:{label}:{WORK}/eval/{s}/{run}.json") for s, label, run in birch_cells()),
             baseline=RUN_LABELS[FIRST_STAGE],
