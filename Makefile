@@ -13,9 +13,13 @@ ifdef IR_DATASETS_MIRROR
 export IR_DATASETS_HOME ?= $(CURDIR)/.cache/ir_datasets
 endif
 export TOKENIZERS_PARALLELISM ?= false
+export PATH := $(CURDIR)/$(BIN):$(PATH)  # rules call `python`: the suite's venv
 export OPENAI_API_KEY ?= not-used-by-birch-repro
 
-.PHONY: setup run test quick benchmarks dry-run clean-work
+PROFILE ?= default
+RUN_DIR = runs/$(PROFILE)
+
+.PHONY: setup run test quick promote lint benchmarks dry-run
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -26,19 +30,31 @@ endif
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench,dev]"
 	@touch $(STAMP)
 
-run: setup  ## the main job: every table of the default configuration, and its wall clock
+# Every table of the default configuration, computed under runs/default/ and compared with results/;
+# then the run's wall clock (runs/default/numbers/run.json).
+run: setup
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/python -m reranker tables wallclock --log "$$(ls -t .snakemake/log/*.snakemake.log | head -1)" \
-		--out results/numbers/run.json --command "make run"
+		--out $(RUN_DIR)/numbers/run.json --command "make run"
 
-test: setup  ## the test suite, including the quick profile of the DAG
+# The test suite, including the quick profile's DAG and its comparison with results/quick/.
+test: setup lint
 	$(BIN)/python -m pytest
 
 quick: setup
 	$(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/quick
+
+# Make a finished run the new stored reference: `make promote` (default) or `make promote PROFILE=quick`.
+promote:
+	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote
+
+lint: setup
+	$(BIN)/ruff check reranker tests benchmarks
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakemake --lint
 
 benchmarks: setup
 	$(BIN)/python benchmarks/score_throughput.py

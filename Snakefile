@@ -1,19 +1,38 @@
-# birch-repro: one DAG from collections to every table.
-#   snakemake --cores all                       default: open collections on CPU
-#   snakemake --cores all --profile workflow/profiles/quick   the small version the tests run
-#   snakemake --cores all --profile workflow/profiles/paper   Birch's checkpoints, licensed collections, GPU
-from snakemake.utils import min_version, validate
+# birch-repro: one DAG from collections to every table, then a comparison with the stored reference.
+#   snakemake --cores all                                       default: open collections on CPU
+#   snakemake --cores all --profile workflow/profiles/quick     the small version the tests run
+#   snakemake --cores all --profile workflow/profiles/paper     Birch's checkpoints, licensed collections, GPU
+#   snakemake --cores all --configfile my.yaml                  your file, merged over the default
+# A run writes only under its run folder (`run_dir`, e.g. runs/default/); `python -m reranker compare
+# --promote` makes it the new reference (`reference`, e.g. results/).
+from snakemake.utils import min_version
+
+from reranker.collections import load_collection
+from reranker.config import resolve, write_resolved
+from reranker.workflow import Experiment
 
 min_version("9.0")
+
 
 configfile: "workflow/config/collections.yaml"
 configfile: "workflow/config/checkpoints.yaml"
 configfile: "workflow/config/config.yaml"
 
-validate(config, "workflow/schemas/config.schema.yaml")
+
+CFG = resolve(config)  # schema defaults under the merged files, validated, ${VAR} expanded
+EXP = Experiment(CFG)
+RUN = CFG["run_dir"]
+CLI_FILES = [str(f) for f in workflow.overwrite_configfiles or []]  # --configfile and profiles, merged last
+CONFIG_FILE = str(
+    write_resolved(CFG, EXP.layout.path("config"), [str(f) for f in workflow.configfiles if str(f) not in CLI_FILES] + CLI_FILES)
+)
+
+for cid in dict.fromkeys(CFG["birch"]["targets"] + CFG["baselines"]["collections"] + CFG["baselines"]["provided_runs"]):
+    load_collection(cid, CFG).check_files()  # name every missing file, and where it goes, before any job starts
+
 
 # Used with --use-singularity / --sdm apptainer; build it from containers/ (see README).
-container: config["container"]
+container: CFG["container"]
 
 
 include: "workflow/rules/common.smk"
@@ -26,4 +45,4 @@ include: "workflow/rules/tables.smk"
 
 rule all:
     input:
-        TABLES,
+        EXP.layout.path("comparison"),

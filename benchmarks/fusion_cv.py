@@ -28,7 +28,11 @@ import numpy as np
 from tqdm import tqdm
 
 from reranker import fuse
-from reranker.trec import Qrels, Run, qid_order, read_qrels, read_run, sorted_docs
+from reranker.formats.atomic import write_json
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import Qrels, read_qrels
+from reranker.formats.runs import Run, read_run, sorted_docs
+from reranker.formats.unit_scores import UnitScores
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,27 +43,27 @@ def synthetic_inputs(seed: int = 0, queries: int = 225, depth: int = 1000, k: in
     rng = np.random.default_rng(seed)
     collection = [str(d) for d in range(1, 1401)]
     run: Run = {}
-    units: fuse.UnitScores = {}
+    units: UnitScores = {}
     qrels: Qrels = {}
     for q in range(1, queries + 1):
         qid = str(q)
-        docids = rng.choice(collection, depth, replace=False).tolist()
-        outside = sorted(set(collection) - set(docids))
+        doc_ids = rng.choice(collection, depth, replace=False).tolist()
+        outside = sorted(set(collection) - set(doc_ids))
         judged: dict[str, int] = {}
         for grade in rng.choice([-1, 1, 2, 3, 4], 1 + rng.poisson(7.2), p=[0.1, 0.2, 0.3, 0.25, 0.15]):
             # Judged documents sit high in the run (geometric rank, mean 40); 5% were not retrieved.
             missed = rng.random() < 0.05
-            docid = str(rng.choice(outside)) if missed else docids[min(int(rng.geometric(1 / 40)), depth) - 1]
-            judged.setdefault(docid, int(grade))
+            doc_id = str(rng.choice(outside)) if missed else doc_ids[min(int(rng.geometric(1 / 40)), depth) - 1]
+            judged.setdefault(doc_id, int(grade))
         qrels[qid] = judged
         # BM25-like scores, 4 decimals as Anserini prints them: a few ties.
-        run[qid] = dict(zip(docids, np.round(20 * np.exp(-np.arange(depth) / 150) + rng.normal(0, 0.5, depth), 4).tolist()))
-        top = [docid for docid, _ in sorted_docs(run[qid])[:k]]
+        run[qid] = dict(zip(doc_ids, np.round(20 * np.exp(-np.arange(depth) / 150) + rng.normal(0, 0.5, depth), 4).tolist()))
+        top = [doc_id for doc_id, _ in sorted_docs(run[qid])[:k]]
         units[qid] = {}
-        for docid in top:
-            boost = 1.5 * (judged.get(docid, 0) >= 1)
+        for doc_id in top:
+            boost = 1.5 * (judged.get(doc_id, 0) >= 1)
             logits = rng.normal(-2.0, 1.5, 1 + rng.poisson(5)) + boost * (rng.random() < 0.6)
-            units[qid][docid] = np.round(logits, 6).tolist()
+            units[qid][doc_id] = np.round(logits, 6).tolist()
     order = rng.permutation(queries) + 1
     fold_qids = {f"fold{i + 1}": qid_order(str(q) for q in order[i::folds]) for i in range(folds)}
     description = (f"synthetic, Cranfield-shaped (seed {seed}): {queries} queries, depth {depth}, top {k} with "
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "queries": len(run),
         "evaluated_queries": vectorised[0].train_queries + vectorised[0].test_queries,
         "documents": sum(map(len, run.values())),
-        "rescored_documents": sum(len(c.docids) for c in candidates.values()),
+        "rescored_documents": sum(len(c.doc_ids) for c in candidates.values()),
         "unit_scores": sum(len(u) for docs in units.values() for u in docs.values()),
         "top_n": args.top_n,
         "step": args.step,
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                     for c, b in zip(vectorised, baseline)],
         "machine": machine(load_before),
     }
-    fuse.write_json(result, args.out)
+    write_json(args.out, result)
     print(f"{len(params)} grid points, {result['evaluated_queries']} queries: vectorised {vectorised_seconds:.2f} s, "
           f"ir_measures per grid point {baseline_seconds:.1f} s, speed-up {speed_up:.0f}x; "
           f"identical choices: {all(same)} -> {args.out}")

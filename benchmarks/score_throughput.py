@@ -210,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
 
     config = classifier.model.config
     model_flops = encoder_flops(lengths, config)
-    executed_flops = encoder_flops(bucket_widths(lengths, args.batch_size), config, cls_only_last=exact.fast_path and exact.classifier.head != "mean_pooling")
+    cls_only_last = exact.fast_path and exact.classifier.head != "mean_pooling"
+    executed_flops = encoder_flops(bucket_widths(lengths, args.batch_size), config, cls_only_last=cls_only_last)
     exact_seconds = min(seconds["exact"])
     peak = max(matmul)
 
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]},
         "settings": {"batch_size": args.batch_size, "crossencoder_batch_size": 32, "padded512_batch_size": 4,
-                     "repeats": args.repeats, "attention": config._attn_implementation, "cls_only_last_layer": exact.fast_path and exact.classifier.head != "mean_pooling"},
+                     "repeats": args.repeats, "attention": config._attn_implementation, "cls_only_last_layer": cls_only_last},
         "versions": versions(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -56,9 +56,9 @@ def scifact_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str], list
     queries, texts, labels = [], [], []
     for qid in sorted(qrels, key=int):
         others = random.Random(f"{seed}/{qid}").sample(doc_ids, 7 * len(qrels[qid]))
-        for docid, label in [(d, 1) for d in sorted(qrels[qid])] + [(d, 0) for d in others]:
+        for doc_id, label in [(d, 1) for d in sorted(qrels[qid])] + [(d, 0) for d in others]:
             queries.append(topics[qid])
-            texts.append(docs[docid])
+            texts.append(docs[doc_id])
             labels.append(label)
         if len(queries) >= count:
             break
@@ -79,7 +79,9 @@ class Path_:
         self.encoded = None
         if pretokenised:
             self.encoded = tr.encode_texts(tokenizer, queries, texts, self.targets, max_length)
-        lengths = [len(ids) for ids in (self.encoded.ids if self.encoded else tokenizer(queries, texts, truncation="only_second", max_length=max_length)["input_ids"])]
+        ids = self.encoded.ids if self.encoded else tokenizer(queries, texts, truncation="only_second",
+                                                              max_length=max_length)["input_ids"]
+        lengths = [len(one) for one in ids]
         self.batches = tr.epoch_batches(lengths, BATCH, torch.Generator().manual_seed(seed), bucketed)
         self.position, self.tokens, self.padded = 0, 0, 0
 

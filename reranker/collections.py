@@ -11,16 +11,14 @@ local NIST topics / TREC qrels files) and `smart` (the classic SMART tagged file
 a tar.gz). Run-only collections (licensed documents) give queries, qrels and a provided run.
 
 Folds are written as JSON `{fold: [test qids]}` (fold names "1".."k"); later stages read them
-with `read_folds`.
+with `reranker.formats.folds.read_folds`.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
-import random
 import re
 import sys
 import tarfile
@@ -32,18 +30,15 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from reranker import trec
-from reranker.files import iter_jsonl
-from reranker.config import ConfigError, collection_config, load_config
-from reranker.trec import FormatError, Qrels, qid_order
-
-Folds = dict[str, list[str]]  # fold name -> test qids
-
-
-class Doc(NamedTuple):
-    doc_id: str
-    title: str
-    text: str  # without the title
+from reranker.config import ConfigError, collection_config, entry_defaults, load_config, merge
+from reranker.formats.atomic import write_json
+from reranker.formats.docs import Doc, strip_markup, write_docs
+from reranker.formats.errors import FormatError
+from reranker.formats.folds import Folds, load_folds, seeded_folds, write_folds
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import Qrels, read_qrels, write_qrels
+from reranker.formats.text import open_text
+from reranker.formats.topics import read_trec_topics, write_topics_tsv
 
 
 class DocumentsUnavailableError(RuntimeError):
@@ -51,15 +46,7 @@ class DocumentsUnavailableError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Text
-
-
-_TAG = re.compile(r"<!--.*?-->|<[A-Za-z/!?][^<>]*>", re.DOTALL)  # not "a < b > c"
-
-
-def strip_markup(text: str) -> str:
-    """Remove HTML/SGML tags and comments, decode entities, collapse whitespace."""
-    return " ".join(html.unescape(_TAG.sub(" ", text)).split())
+# Ids
 
 
 def _normalise_id(raw: str) -> str:
@@ -149,11 +136,11 @@ class Collection(ABC):
 
     @property
     def run_only(self) -> bool:
-        return bool(self.entry.get("run_only", False))
+        return bool(self.entry["run_only"])
 
     @property
     def relevant_min_grade(self) -> int:
-        return int(self.entry.get("relevant_min_grade", 1))
+        return int(self.entry["relevant_min_grade"])
 
     @property
     def run_path(self) -> Path | None:
@@ -260,7 +247,7 @@ class IrDatasetsCollection(Collection):
     @property
     def _topics_field(self) -> str:
         """The field of local NIST topics used as the query."""
-        field = self.entry.get("query_field")
+        field = self.entry["query_field"]
         return field if field in {"title", "desc", "narr"} else "title"
 
     def _files(self) -> dict[str, str]:
@@ -277,7 +264,7 @@ class IrDatasetsCollection(Collection):
                 yield self._doc(record)
         except FileNotFoundError as error:
             expected = error.filename or (error.args[0] if error.args else "?")
-            obtain = "They are licensed: obtain" if self.entry.get("licensed") else "Obtain"
+            obtain = "They are licensed: obtain" if self.entry["licensed"] else "Obtain"
             raise DocumentsUnavailableError(
                 f"{self.id}: ir_datasets cannot find the documents of {self.dataset_id} at {expected}. "
                 f"{obtain} them (see {self._access_url()}) and put them there (IR_DATASETS_HOME sets the "
@@ -287,16 +274,16 @@ class IrDatasetsCollection(Collection):
         # Field names differ by dataset: title/text, title/body (disks45, WaPo), headline/body (NYT).
         title = getattr(record, "title", None) or getattr(record, "headline", None) or ""
         text = getattr(record, "text", None) or getattr(record, "body", None) or ""
-        if self.entry.get("title_in_text") and title:
+        if self.entry["title_in_text"] and title:
             # Cranfield's text repeats the title's lines (twice with typos), so cut lines, not a prefix.
             text = "\n".join(text.split("\n")[len(title.split("\n")):])
         return Doc(record.doc_id, strip_markup(title), strip_markup(text))
 
     def _read_queries(self) -> dict[str, str]:
         if self.entry.get("queries"):
-            return trec.read_trec_topics(self._require("queries"), self._topics_field)
+            return read_trec_topics(self._require("queries"), self._topics_field)
         fields = self.dataset.queries_cls()._fields
-        field = self.entry.get("query_field")
+        field = self.entry["query_field"]
         attribute = self._TOPIC_FIELDS[field] if field else "text" if "text" in fields else "title"
         if attribute not in fields:
             raise ConfigError(f"{self.id}: query_field {field!r}, but the queries of {self.dataset_id} "
@@ -305,7 +292,7 @@ class IrDatasetsCollection(Collection):
 
     def _read_qrels(self) -> Qrels:
         if self.entry.get("qrels"):
-            return trec.read_qrels(self._require("qrels"))
+            return read_qrels(self._require("qrels"))
         qrels: Qrels = {}
         for qrel in self.dataset.qrels_iter():
             qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
@@ -338,7 +325,7 @@ class SmartCollection(Collection):
         """The lines of the docs, queries or qrels file, and its name for error messages."""
         if self.archive is None:
             path = self._require(key)
-            with trec.open_text(path) as f:
+            with open_text(path) as f:
                 return str(path), f.readlines()
         archive = self._require("archive")
         member = self.entry[key]
@@ -382,7 +369,8 @@ _SOURCES: dict[str, type[Collection]] = {"ir_datasets": IrDatasetsCollection, "s
 
 
 def collection_from_entry(entry: Mapping[str, Any]) -> Collection:
-    """A collection from its registry entry (with `id`), paths already expanded."""
+    """A collection from its registry entry (with `id`), paths already expanded; the schema's defaults fill the rest."""
+    entry = merge(entry_defaults("collection"), entry)
     source = entry.get("source")
     if source not in _SOURCES:
         raise ConfigError(f"collection {entry.get('id')!r}: source must be one of {', '.join(_SOURCES)}, not {source!r}")
@@ -456,147 +444,18 @@ def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dic
     stats = _query_stats(collection)  # reads queries and qrels: malformed files fail before the docs
     if not collection.run_only:
         doc_stats = _DocStats()
-        with _atomic(out / "docs.jsonl") as f:
+
+        def counted() -> Iterator[Doc]:
             for doc in _docs_with_progress(collection):
-                f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
                 doc_stats.add(doc)
+                yield doc
+
+        write_docs(counted(), out / "docs.jsonl")
         stats.update(doc_stats.as_dict())
-    tmp = out / "topics.tsv.tmp"
-    trec.write_topics_tsv(collection.queries(), tmp)
-    os.replace(tmp, out / "topics.tsv")
-    trec.write_qrels(collection.qrels(), out / "qrels.txt")
-    with _atomic(out / "stats.json") as f:
-        json.dump(stats, f, indent=2)
-        f.write("\n")
+    write_topics_tsv(collection.queries(), out / "topics.tsv")
+    write_qrels(collection.qrels(), out / "qrels.txt")
+    write_json(out / "stats.json", stats, indent=2)
     return stats
-
-
-class _atomic:
-    """Open `path.tmp` for writing; rename it to `path` only if the block succeeds."""
-
-    def __init__(self, path: Path):
-        self.path, self.tmp = path, path.with_name(path.name + ".tmp")
-
-    def __enter__(self):
-        self.file = open(self.tmp, "w", encoding="utf-8")
-        return self.file
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.file.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# Folds
-
-
-def load_folds(spec: Mapping[str, str]) -> Folds:
-    """Folds from a `folds:` entry `{file, format}`, renamed "1".."k".
-
-    Formats: `test_qids` ({"fold1": {"test_qids": [...], "train_qids": [...]}}, Cranfield),
-    `birch` ({"s1": {"train_qids": [...], "predict": {"dev": [...], "test": [...]}}}, Birch's
-    Robust04 folds), `anserini` ([[test qids of fold 1], ...]).
-    """
-    path, form = Path(spec["file"]), spec["format"]
-    with trec.open_text(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as error:
-            raise FormatError(path, error.lineno, f"not JSON: {error.msg}") from None
-    expected = list if form == "anserini" else dict
-    if not isinstance(data, expected):
-        raise FormatError(path, None, f"the {form} folds format is a JSON {'array' if expected is list else 'object'}")
-    try:
-        if form == "anserini":
-            folds = {str(i): list(test) for i, test in enumerate(data, start=1)}
-            train = {}
-        elif form in {"test_qids", "birch"}:
-            names = sorted(data, key=lambda key: int(re.sub(r"\D", "", key) or 0))
-            folds, train = {}, {}
-            for i, key in enumerate(names, start=1):
-                fold = data[key]
-                if form == "birch":
-                    folds[str(i)] = list(fold["predict"]["test"])
-                    train[str(i)] = list(fold["train_qids"]) + list(fold["predict"].get("dev", []))
-                else:
-                    folds[str(i)] = list(fold["test_qids"])
-                    train[str(i)] = list(fold.get("train_qids", []))
-        else:
-            raise ConfigError(f"{path}: unknown folds format {form!r}; known: test_qids, birch, anserini")
-    except (KeyError, TypeError, AttributeError) as error:
-        raise FormatError(path, None, f"does not follow the {form} folds format ({type(error).__name__}: {error})") from None
-    folds = {name: [str(qid) for qid in qids] for name, qids in folds.items()}
-    _check_folds(folds, path)
-    for name, train_qids in train.items():
-        overlap = set(folds[name]) & set(map(str, train_qids))
-        if overlap:
-            raise FormatError(path, None, f"fold {name} trains on its test queries {', '.join(qid_order(overlap)[:10])}")
-    return folds
-
-
-def _check_folds(folds: Mapping[str, list[str]], source: str | os.PathLike) -> None:
-    if len(folds) < 2:
-        raise FormatError(source, None, f"cross-validation needs at least 2 folds, found {len(folds)}")
-    owner: dict[str, str] = {}
-    for name, qids in folds.items():
-        if not qids:
-            raise FormatError(source, None, f"fold {name} has no test queries")
-        for qid in qids:
-            if qid in owner:
-                raise FormatError(source, None, f"query {qid} is a test query of folds {owner[qid]} and {name}")
-            owner[qid] = name
-
-
-def seeded_folds(qids: Iterable[str], k: int = 5, seed: int = 42) -> Folds:
-    """Split `qids` into k disjoint folds of near-equal size, the same for the same set and seed."""
-    ordered = qid_order(set(qids))
-    if not 2 <= k <= len(ordered):
-        raise ValueError(f"k must be between 2 and the number of queries ({len(ordered)}), not {k}")
-    random.Random(seed).shuffle(ordered)
-    return {str(i + 1): qid_order(ordered[i::k]) for i in range(k)}
-
-
-def write_folds(folds: Mapping[str, list[str]], path: str | os.PathLike) -> None:
-    """Write `{fold: [test qids]}` as JSON, atomically."""
-    path = Path(path)
-    _check_folds(folds, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _atomic(path) as f:
-        json.dump({name: list(qids) for name, qids in folds.items()}, f, indent=1)
-        f.write("\n")
-
-
-def read_folds(path: str | os.PathLike) -> Folds:
-    """Read folds written by `write_folds`, checking that test sets are disjoint."""
-    path = Path(path)
-    with trec.open_text(path) as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as error:
-            raise FormatError(path, error.lineno, f"not JSON: {error.msg}") from None
-    if not isinstance(data, dict) or not all(
-            isinstance(qids, list) and all(isinstance(q, str) for q in qids) for qids in data.values()):
-        raise FormatError(path, None, "folds are a JSON object {fold name: [test qids as strings]}")
-    _check_folds(data, path)
-    return data
-
-
-def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
-    """Read {doc_id: (title, text)} from docs.jsonl for the wanted ids; every wanted id must be there."""
-    docs: dict[str, tuple[str, str]] = {}
-    for line_no, record in iter_jsonl(path):
-        if "id" not in record:
-            raise FormatError(path, line_no, "a docs line is a JSON object with id, title, text")
-        doc_id = str(record["id"])
-        if doc_id in wanted:
-            docs[doc_id] = (str(record.get("title") or ""), str(record.get("text") or ""))
-    missing = sorted(wanted - docs.keys())
-    if missing:
-        raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")
-    return docs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,10 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     stats = commands.add_parser("stats", help="dataset statistics as JSON on stdout")
     folds = commands.add_parser("folds", help="the collection's folds, or seeded folds over its judged queries")
     folds.add_argument("--out", required=True, help="folds JSON {fold: [test qids]}")
-    folds.add_argument("--k", type=int, help="number of seeded folds (default: birch.folds.k, else 5)")
-    folds.add_argument("--seed", type=int, help="seed of seeded folds (default: birch.folds.seed, else 42)")
     for command in (listing, export, stats, folds):
-        command.add_argument("--config", help="experiment YAML merged after the registries (default: workflow/config/config.yaml)")
+        command.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default "
+                             "(settings: birch.folds for seeded folds)")
     for command in (export, stats, folds):
         command.add_argument("--collection", required=True, help="a collection id of workflow/config/collections.yaml")
     args = parser.parse_args(argv)
@@ -652,9 +510,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = own
                 origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
             else:
-                defaults = config.get("birch", {}).get("folds", {})
-                k = args.k if args.k is not None else defaults.get("k", 5)
-                seed = args.seed if args.seed is not None else defaults.get("seed", 42)
+                k, seed = config["birch"]["folds"]["k"], config["birch"]["folds"]["seed"]
                 result = seeded_folds(collection.judged_qids(), k, seed)
                 origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
             write_folds(result, args.out)

@@ -1,13 +1,16 @@
-"""Configuration as data: YAML files merged in order, `${VAR}` expanded, validated by a JSON schema.
+"""Configuration as data: layered YAML, defaults from the schema, `${VAR}` expanded, validated.
 
-The Snakefile loads the same files (`workflow/config/collections.yaml`, `checkpoints.yaml`, then an
-experiment file such as `config.yaml`) and validates against the same schema; the stages load them
-here, so `python -m reranker <stage> --config …` sees exactly what the workflow sees.
+Layers, each deep-merged over the last: the schema's defaults, the registries (`collections.yaml`,
+`checkpoints.yaml`), the default experiment (`config.yaml`), then any further files (a profile's,
+a user's). A user's file holding one new collection is enough. Snakemake merges the same files
+(`configfile:` and `--configfile`) and calls `resolve`; it writes the result to
+`<run_dir>/config.yaml`, marked with `resolved_from`, which the stages then read alone.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -48,9 +51,9 @@ def expand_vars(value: Any) -> Any:
     return value
 
 
-def merge(base: dict, override: Mapping) -> dict:
+def merge(base: Mapping, override: Mapping) -> dict:
     """Deep-merge `override` into a copy of `base` (mappings merge, everything else replaces)."""
-    result = copy.deepcopy(base)
+    result = copy.deepcopy(dict(base))
     for key, value in override.items():
         if isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
             result[key] = merge(result[key], value)
@@ -64,42 +67,151 @@ def read_yaml(path: str | os.PathLike) -> dict:
     if not path.exists():
         raise ConfigError(f"{path}: configuration file not found")
     with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
+        try:
+            data = yaml.safe_load(f) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     return data
 
 
-def config_files(experiment: str | os.PathLike | None = None) -> list[Path]:
-    """The files that make a configuration: the registries, then the experiment file."""
-    files = [CONFIG_DIR / name for name in REGISTRY_FILES]
-    files.append(Path(experiment) if experiment else DEFAULT_EXPERIMENT)
-    return files
+@functools.cache
+def _schema() -> dict:
+    """The schema with the registry's enums filled in."""
+    from reranker.registry import enums
+
+    schema = read_yaml(SCHEMA_PATH)
+    for name, values in enums().items():
+        schema["$defs"][name]["enum"] = values
+    return schema
 
 
-def validate(config: Mapping, schema_path: str | os.PathLike = SCHEMA_PATH) -> None:
+def schema() -> dict:
+    return copy.deepcopy(_schema())
+
+
+def _node(node: Mapping) -> Mapping:
+    """Follow a local `$ref` (siblings such as `default` stay on the referring node)."""
+    ref = node.get("$ref")
+    if ref:
+        target = _schema()
+        for part in ref.removeprefix("#/").split("/"):
+            target = target[part]
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def defaults(node: Mapping | None = None) -> dict:
+    """The document the schema's defaults make: an object's defaults, nested objects' included."""
+    node = _node(node if node is not None else _schema())
+    result: dict = {}
+    for key, child in node.get("properties", {}).items():
+        child = _node(child)
+        if child.get("x-defaults") is False:
+            continue
+        if "default" in child:
+            result[key] = copy.deepcopy(child["default"])
+        elif "properties" in child:
+            nested = defaults(child)
+            if nested:
+                result[key] = nested
+    return result
+
+
+def entry_defaults(kind: str) -> dict:
+    """The defaults of one registry entry: `collection` or `checkpoint`."""
+    return defaults(_schema()["$defs"][kind])
+
+
+def _fill_entries(config: dict) -> dict:
+    """Registry entries (collections, checkpoints) get their own defaults, entry by entry."""
+    for key, child in _schema()["properties"].items():
+        entry_schema = child.get("additionalProperties")
+        if isinstance(entry_schema, Mapping) and isinstance(config.get(key), Mapping):
+            entry_defaults = defaults(entry_schema)
+            config[key] = {name: merge(entry_defaults, entry) for name, entry in config[key].items()}
+    return config
+
+
+def validate(config: Mapping) -> None:
     import jsonschema
 
-    schema = read_yaml(schema_path)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"  {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:20]]
         raise ConfigError("configuration does not match workflow/schemas/config.schema.yaml:\n" + "\n".join(lines))
+    _check_references(config)
+
+
+def _check_references(config: Mapping) -> None:
+    """Names that must exist in a registry: the schema cannot say so."""
+    collections, checkpoints = config["collections"], config["checkpoints"]
+    problems = []
+    named = [("baselines/collections", c) for c in config["baselines"]["collections"]]
+    named += [("baselines/provided_runs", c) for c in config["baselines"]["provided_runs"]]
+    named += [("birch/targets", c) for c in config["birch"]["targets"]]
+    named += [("retrieval/overrides", c) for c in config["retrieval"]["overrides"]]
+    named += [(f"checkpoints/{name}/train_on", c) for name, entry in checkpoints.items() for c in entry.get("train_on", [])]
+    problems += [f"  {where}: unknown collection {c!r} (known: {', '.join(sorted(collections))})"
+                 for where, c in named if c not in collections]
+    used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
+    used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
+    used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
+    problems += [f"  {where}: unknown checkpoint {c!r} (known: {', '.join(sorted(checkpoints))})"
+                 for where, c in used if c not in checkpoints]
+    if problems:
+        raise ConfigError("configuration names what no registry holds:\n" + "\n".join(problems))
+
+
+def resolve(config: Mapping, expand: bool = True) -> dict:
+    """Schema defaults under `config`, registry entries filled, validated, `${VAR}` expanded."""
+    resolved = _fill_entries(merge(defaults(), config))
+    validate(resolved)
+    return expand_vars(resolved) if expand else resolved
+
+
+def config_files(extra: Sequence[str | os.PathLike] = ()) -> list[Path]:
+    """The layers of a configuration: the registries, the default experiment, then `extra`."""
+    return [CONFIG_DIR / name for name in REGISTRY_FILES] + [DEFAULT_EXPERIMENT] + [Path(p) for p in extra]
 
 
 def load_config(files: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
                 overrides: Mapping | None = None, expand: bool = True) -> dict:
-    """Merge the given files (default: registries + default experiment), validate, expand ${VAR}."""
-    if files is None or isinstance(files, (str, os.PathLike)):
-        files = config_files(files)
-    config: dict = {}
-    for path in files:
-        config = merge(config, read_yaml(path))
+    """A resolved configuration.
+
+    `files`: a resolved file (written by the workflow, with `resolved_from`) is read alone; other
+    files are layered over the registries and the default experiment.
+    """
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    files = list(files or [])
+    if len(files) == 1 and "resolved_from" in (single := read_yaml(files[0])):
+        config = single
+    else:
+        config = {}
+        for path in config_files(files):
+            config = merge(config, read_yaml(path))
     if overrides:
         config = merge(config, overrides)
-    validate(config)
-    return expand_vars(config) if expand else config
+    try:
+        return resolve(config, expand=expand)
+    except ConfigError as err:
+        raise ConfigError(f"{', '.join(map(str, files)) or DEFAULT_EXPERIMENT}: {err}") from None
+
+
+def write_resolved(config: Mapping, path: str | os.PathLike, sources: Sequence[str]) -> Path:
+    """The resolved configuration a run's stages read; rewritten only when it changes (keeps its mtime)."""
+    path = Path(path)
+    sources = [os.path.relpath(source) if os.path.isabs(source) else str(source) for source in sources]
+    text = yaml.safe_dump({**config, "resolved_from": sources}, sort_keys=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        from reranker.formats.atomic import write_text
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    return path
 
 
 def collection_config(config: Mapping, collection_id: str) -> dict:
@@ -107,18 +219,20 @@ def collection_config(config: Mapping, collection_id: str) -> dict:
     known = config.get("collections", {})
     if collection_id not in known:
         raise ConfigError(f"unknown collection {collection_id!r}; known collections: {', '.join(sorted(known))}")
-    entry = dict(known[collection_id])
-    entry.setdefault("id", collection_id)
-    return entry
+    return {**known[collection_id], "id": collection_id}
 
 
 def checkpoint_config(config: Mapping, name: str) -> dict:
+    """The registry entry of a checkpoint; an unknown name lists the known ones."""
     known = config.get("checkpoints", {})
     if name not in known:
         raise ConfigError(f"unknown checkpoint {name!r}; known checkpoints: {', '.join(sorted(known))}")
-    entry = dict(known[name])
-    entry.setdefault("name", name)
-    return entry
+    return {**known[name], "name": name}
+
+
+def training_config(config: Mapping, name: str) -> dict:
+    """A fine-tuned checkpoint's training settings: the experiment's, then the checkpoint's own."""
+    return merge(config["training"], checkpoint_config(config, name).get("training", {}))
 
 
 def slug(collection_id: str) -> str:

@@ -7,36 +7,18 @@ As in trec_eval without `-c`, only queries that are both in the run and in the q
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+import sys
+from collections.abc import Sequence
 
 import ir_measures
 
-from reranker.trec import Qrels, Run, qid_order, read_qrels, read_run
-
-DEFAULT_MEASURES = ("AP@1000", "P@20", "nDCG@20")
-
-
-@dataclass
-class Evaluation:
-    measures: list[str]
-    aggregate: dict[str, float]
-    per_query: dict[str, dict[str, float]]  # measure -> qid -> value
-    queries: int
-    source: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"measures": self.measures, "queries": self.queries, "aggregate": self.aggregate,
-                "per_query": self.per_query, "source": self.source}
-
-    @classmethod
-    def from_json(cls, data: Mapping) -> "Evaluation":
-        return cls(list(data["measures"]), dict(data["aggregate"]), {m: dict(v) for m, v in data["per_query"].items()},
-                   int(data["queries"]), dict(data.get("source", {})))
+from reranker.cli import add_config, add_files
+from reranker.formats.evaluations import Evaluation, write_evaluation
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import Qrels, read_qrels
+from reranker.formats.runs import Run, read_run
 
 
 def parse_measures(names: Sequence[str]) -> list:
@@ -49,7 +31,7 @@ def parse_measures(names: Sequence[str]) -> list:
     return parsed
 
 
-def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] = DEFAULT_MEASURES) -> Evaluation:
+def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
     """Aggregate and per-query values of `measures` for `run` against `qrels`."""
     names = list(dict.fromkeys(measures))
     parsed = parse_measures(names)
@@ -66,49 +48,30 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str] = DEFAULT_MEASURES)
 
 
 def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
-                   measures: Sequence[str] = DEFAULT_MEASURES) -> Evaluation:
+                   measures: Sequence[str]) -> Evaluation:
     result = evaluate(read_run(run_path), read_qrels(qrels_path), measures)
     result.source = {"run": str(run_path), "qrels": str(qrels_path)}
     return result
 
 
-def save(evaluation: Evaluation, path: str | os.PathLike) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(evaluation.to_json(), indent=1) + "\n")
-    os.replace(tmp, path)
-
-
-def load(path: str | os.PathLike) -> Evaluation:
-    return Evaluation.from_json(json.loads(Path(path).read_text()))
-
-
-def paired_ttest(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, float, int]:
-    """Two-sided paired t-test over the queries both have: (t, p, n). Identical inputs give p = 1."""
-    from scipy import stats
-
-    common = [qid for qid in a if qid in b]
-    if len(common) < 2:
-        return math.nan, math.nan, len(common)
-    xs = [a[qid] for qid in common]
-    ys = [b[qid] for qid in common]
-    if all(x == y for x, y in zip(xs, ys)):
-        return 0.0, 1.0, len(common)
-    result = stats.ttest_rel(xs, ys)
-    return float(result.statistic), float(result.pvalue), len(common)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("--run", required=True, help="TREC run file (.gz ok)")
-    parser.add_argument("--qrels", required=True, help="TREC qrels file (.gz ok)")
-    parser.add_argument("--measures", nargs="+", default=list(DEFAULT_MEASURES))
+    add_files(parser, "run", "qrels")
+    add_config(parser, "measures, and the collection's own")
+    parser.add_argument("--collection", help="a collection id whose entry adds measures (e.g. RR@10)")
     parser.add_argument("--out", help="write aggregate and per-query values as JSON")
     args = parser.parse_args(argv)
-    result = evaluate_files(args.run, args.qrels, args.measures)
+    from reranker.config import ConfigError, collection_config, load_config
+
+    try:
+        config = load_config(args.config)
+        extra = collection_config(config, args.collection)["measures"] if args.collection else []
+    except ConfigError as err:
+        print(f"evaluate: {err}", file=sys.stderr)
+        return 2
+    result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
     if args.out:
-        save(result, args.out)
+        write_evaluation(result, args.out)
     width = max(map(len, result.measures))
     for name in result.measures:
         print(f"{name:<{width}}  {result.aggregate[name]:.4f}")

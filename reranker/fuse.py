@@ -20,7 +20,7 @@ Conventions (each is also written to the parameters JSON):
   to mean 0 / sd 1; a constant list maps to 0. `cv` chooses one of them per fold, on the training
   folds, jointly with a and w (the normalisation whose best grid point has the highest train AP).
 - AP is AP@1000 (trec_eval -M1000 map): rank by score descending as a C float (trec_eval keeps
-  scores in single precision, so nearly equal doubles tie), ties by docid descending; a
+  scores in single precision, so nearly equal doubles tie), ties by doc_id descending; a
   document is relevant at grade >= `relevant_min_grade`, divide by the query's relevant count in
   the qrels. Means are over the queries in both the run and the qrels (trec_eval without -c).
 - Ties in the grid search: points whose train AP is within `TIE_TOLERANCE` of the best are equal;
@@ -35,23 +35,23 @@ queries x grid matrix.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import re
 import sys
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from reranker.collections import read_folds
-from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, sorted_docs, write_run
-
-UnitScores = dict[str, dict[str, list[float]]]  # qid -> docid -> unit scores in document order
+from reranker.cli import add_config, add_files
+from reranker.config import ConfigError, collection_config, entry_defaults, load_config
+from reranker.formats.atomic import write_json
+from reranker.formats.folds import read_folds
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import Qrels, read_qrels
+from reranker.formats.runs import Run, read_run, sorted_docs, write_run
+from reranker.formats.unit_scores import UnitScores, read_unit_scores
+from reranker.registry import AGGREGATORS
 
 NORMALISATIONS = ("none", "minmax", "zscore")
 SHORT_DOCS = ("birch", "repeat_min")
@@ -60,46 +60,6 @@ CUTOFF = 1000
 TIE_TOLERANCE = 1e-12  # absorbs summation-order rounding between AP implementations (~1e-16)
 MAX_CELLS = 1 << 22  # docs x relevant docs x grid points per block of the grid evaluation
 
-_TRAILING_INT = re.compile(r"(\d+)$")
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs
-
-def read_unit_scores(path: str | os.PathLike) -> UnitScores:
-    """Read `qid<TAB>doc_id<TAB>unit<TAB>score` lines; a header line starting `qid` is skipped.
-
-    `unit` is the unit's position in its document, possibly with a prefix (`3`, `s3`, `d7_3`): its
-    trailing integer orders the units, so FirstP takes the lowest.
-    """
-    positioned: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\n").split("\t")
-            if line_no == 1 and fields[0].strip().lower() == "qid":
-                continue
-            if len(fields) != 4:
-                raise FormatError(path, line_no, f"a unit score line is qid<TAB>doc_id<TAB>unit<TAB>score, found {len(fields)} fields")
-            qid, docid, unit, score = (field.strip() for field in fields)
-            position = _TRAILING_INT.search(unit)
-            if position is None:
-                raise FormatError(path, line_no, f"unit {unit!r} does not end in its position in the document")
-            try:
-                value = float(score)
-            except ValueError:
-                raise FormatError(path, line_no, f"score must be a number, found {score!r}") from None
-            if not math.isfinite(value):
-                raise FormatError(path, line_no, f"score must be finite, found {score!r}")
-            units = positioned[qid][docid]
-            if int(position.group(1)) in units:
-                raise FormatError(path, line_no, f"unit {unit!r} of document {docid} appears twice for query {qid}")
-            units[int(position.group(1))] = value
-    return {qid: {docid: [units[p] for p in sorted(units)] for docid, units in docs.items()}
-            for qid, docs in positioned.items()}
-
-
 # ---------------------------------------------------------------------------------------------
 # Candidates: the re-scored top-K of a query and the tail below it
 
@@ -107,19 +67,19 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
 class Candidates:
     """One query's first-stage ranking, split at K."""
 
-    docids: list[str]  # ranks 1..K, first-stage order
+    doc_ids: list[str]  # ranks 1..K, first-stage order
     features: np.ndarray  # K x (1 + n): S_doc, then the n highest unit scores
     tail: list[str]  # ranks K+1..depth, first-stage order
 
 
 def split_at_k(ranking: Mapping[str, float], scored: Mapping[str, object], qid: str) -> tuple[list[str], list[str]]:
     """First-stage order (as trec_eval ranks) split after the deepest document that has unit scores."""
-    order = [docid for docid, _ in sorted_docs(ranking)]
-    missing = [docid for docid in scored if docid not in ranking]
+    order = [doc_id for doc_id, _ in sorted_docs(ranking)]
+    missing = [doc_id for doc_id in scored if doc_id not in ranking]
     if missing:
         raise ValueError(f"query {qid}: {len(missing)} documents with unit scores are not in the first-stage run "
                          f"(e.g. {missing[0]}); were the scores made from another run?")
-    k = max((i + 1 for i, docid in enumerate(order) if docid in scored), default=0)
+    k = max((i + 1 for i, doc_id in enumerate(order) if doc_id in scored), default=0)
     return order[:k], order[k:]
 
 
@@ -161,8 +121,8 @@ def birch_candidates(run: Run, unit_scores: UnitScores, top_n: int, normalise_sc
     for qid, ranking in run.items():
         scored = unit_scores.get(qid, {})
         top, tail = split_at_k(ranking, scored, qid)
-        doc_scores = normalise(np.array([ranking[docid] for docid in top], dtype=float), normalise_scores)
-        units = [np.array(scored.get(docid, ()), dtype=float) for docid in top]
+        doc_scores = normalise(np.array([ranking[doc_id] for doc_id in top], dtype=float), normalise_scores)
+        units = [np.array(scored.get(doc_id, ()), dtype=float) for doc_id in top]
         sizes = [u.size for u in units]
         flat = normalise(np.concatenate(units) if units else np.zeros(0), normalise_scores)
         units = np.split(flat, np.cumsum(sizes)[:-1]) if units else []
@@ -209,14 +169,14 @@ def combine(features: np.ndarray, coefs: np.ndarray) -> np.ndarray:
 def with_tail(scores: Mapping[str, float], tail: Sequence[str], ranking: Mapping[str, float]) -> dict[str, float]:
     """Re-scored documents, then the tail in its given order strictly below them."""
     if not scores:
-        return {docid: ranking[docid] for docid in tail}
+        return {doc_id: ranking[doc_id] for doc_id in tail}
     floor = min(scores.values())
-    return {**scores, **{docid: floor - i for i, docid in enumerate(tail, start=1)}}
+    return {**scores, **{doc_id: floor - i for i, doc_id in enumerate(tail, start=1)}}
 
 
 def fuse_query(candidates: Candidates, params: Sequence[float], top_n: int, ranking: Mapping[str, float]) -> dict[str, float]:
     fused = combine(candidates.features, coefficients(np.array([params], dtype=float), top_n))[:, 0]
-    return with_tail(dict(zip(candidates.docids, fused.tolist())), candidates.tail, ranking)
+    return with_tail(dict(zip(candidates.doc_ids, fused.tolist())), candidates.tail, ranking)
 
 
 def fuse(run: Run, candidates: Mapping[str, Candidates], params: Sequence[float], top_n: int,
@@ -233,30 +193,30 @@ def grid_average_precision(candidates: Candidates, judgements: Mapping[str, int]
     """AP@cutoff of one query for every row of `params`, as trec_eval computes it.
 
     AP needs only the ranks of the relevant documents: 1 + the top-K documents ahead in
-    trec_eval's order (a higher float32 score, or an equal one and a larger docid). The tail adds
+    trec_eval's order (a higher float32 score, or an equal one and a larger doc_id). The tail adds
     the same for every grid point (the top-K holds the same relevant documents in any order).
     """
     n_relevant = sum(grade >= relevant_min_grade for grade in judgements.values())
     if n_relevant == 0:
         return np.zeros(len(params))
-    docids = np.array(candidates.docids, dtype=str)
-    relevant = np.array([judgements.get(d, 0) >= relevant_min_grade for d in candidates.docids], dtype=bool)
+    doc_ids = np.array(candidates.doc_ids, dtype=str)
+    relevant = np.array([judgements.get(d, 0) >= relevant_min_grade for d in candidates.doc_ids], dtype=bool)
     tail_relevant = np.array([judgements.get(d, 0) >= relevant_min_grade for d in candidates.tail], dtype=bool)
-    tail_ranks = np.arange(docids.size + 1, docids.size + 1 + tail_relevant.size)
+    tail_ranks = np.arange(doc_ids.size + 1, doc_ids.size + 1 + tail_relevant.size)
     tail_hits = relevant.sum() + np.cumsum(tail_relevant)
     keep = tail_relevant & (tail_ranks <= cutoff)
     tail_sum = float(np.sum(tail_hits[keep] / tail_ranks[keep]))
     if not relevant.any():
         return np.full(len(params), tail_sum / n_relevant)
 
-    later_docid = docids[:, None] > docids[relevant][None, :]  # K x R: ahead of the relevant doc on a tie
+    later_doc_id = doc_ids[:, None] > doc_ids[relevant][None, :]  # K x R: ahead of the relevant doc on a tie
     coefs = coefficients(params, top_n)
-    block = max(1, max_cells // later_docid.size)
+    block = max(1, max_cells // later_doc_id.size)
     ap = np.empty(len(params))
     for start in range(0, len(params), block):
         scores = combine(candidates.features, coefs[start:start + block]).astype(np.float32)  # K x g
         mine = scores[relevant][None]  # 1 x R x g
-        ahead = (scores[:, None] > mine) | ((scores[:, None] == mine) & later_docid[:, :, None])
+        ahead = (scores[:, None] > mine) | ((scores[:, None] == mine) & later_doc_id[:, :, None])
         ranks = np.sort(ahead.sum(axis=0) + 1, axis=0)  # R x g: the relevant documents' ranks, best first
         top = np.zeros(ranks.shape[1])
         for hits, rank in enumerate(ranks, start=1):  # in rank order, as trec_eval adds the precisions
@@ -353,12 +313,6 @@ def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Cand
 # ---------------------------------------------------------------------------------------------
 # Aggregation baselines
 
-AGGREGATORS: dict[str, Callable[[Sequence[float]], float]] = {
-    "firstp": lambda scores: scores[0],
-    "maxp": max,
-    "sump": math.fsum,
-    "meanp": lambda scores: math.fsum(scores) / len(scores),
-}
 
 
 def aggregate(run: Run, unit_scores: UnitScores, method: str) -> Run:
@@ -375,7 +329,7 @@ def aggregate(run: Run, unit_scores: UnitScores, method: str) -> Run:
     for qid, ranking in run.items():
         scored = unit_scores.get(qid, {})
         top, tail = split_at_k(ranking, scored, qid)
-        scores = {docid: AGGREGATORS[method](scored[docid]) for docid in top if scored.get(docid)}
+        scores = {doc_id: AGGREGATORS[method].combine(scored[doc_id]) for doc_id in top if scored.get(doc_id)}
         fused[qid] = with_tail(scores, [d for d in top if d not in scores] + tail, ranking)
     return fused
 
@@ -405,17 +359,18 @@ def describe(top_n: int, alpha_step: float, weight_step: float, normalise_scores
     }
 
 
-def write_json(data: object, path: str | os.PathLike) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def run_birch(args: argparse.Namespace) -> int:
-    alpha_step = args.alpha_step or args.step
-    weight_step = args.weight_step or args.step
+    try:
+        config = load_config(args.config)
+        entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
+    except ConfigError as err:
+        print(f"fuse: {err}", file=sys.stderr)
+        return 2
+    fusion = config["birch"]["fusion"]
+    alpha_step, weight_step, normalise, short_docs = (fusion["alpha_step"], fusion["weight_step"], fusion["normalise"],
+                                                      fusion["short_docs"])
+    args.normalise, args.short_docs, args.relevant_min_grade = normalise, short_docs, entry["relevant_min_grade"]
+    args.cutoff = fusion["cutoff"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
     in_folds = {qid for qids in folds.values() for qid in qids}
     outside = [qid for qid in run if qid not in in_folds]
@@ -431,10 +386,10 @@ def run_birch(args: argparse.Namespace) -> int:
     tested = sum(c.test_queries for c in choices)
     test_ap = sum(c.test_ap * c.test_queries for c in choices if c.test_queries) / tested
     settings = describe(args.top_n, alpha_step, weight_step, args.normalise, args.short_docs, args.relevant_min_grade, args.cutoff)
-    write_json({**settings, "inputs": {"run": str(args.run), "scores": str(args.scores), "qrels": str(args.qrels),
-                                       "folds": str(args.folds)},
-                "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
-                **({"normalise_per_fold": chosen} if args.normalise == "cv" else {})}, args.params_out)
+    write_json(args.params_out, {**settings, "inputs": {"run": str(args.run), "scores": str(args.scores),
+                                                        "qrels": str(args.qrels), "folds": str(args.folds)},
+                                 "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
+                                 **({"normalise_per_fold": chosen} if args.normalise == "cv" else {})})
     for c in choices:
         how = f" {chosen[c.fold]}" if args.normalise == "cv" else ""
         print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
@@ -454,27 +409,17 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     birch = commands.add_parser("birch", help="cross-validated a*S_doc + (1-a)*sum w_i S_i fusion (1S/2S/3S)")
-    birch.add_argument("--run", required=True, help="first-stage TREC run (.gz ok)")
-    birch.add_argument("--scores", required=True, help="unit scores TSV: qid, doc_id, unit, score")
-    birch.add_argument("--qrels", required=True)
-    birch.add_argument("--folds", required=True, help="JSON {fold: [test qids]}")
-    birch.add_argument("--top-n", type=int, choices=TOP_N, default=3, help="n of nS: how many top unit scores")
+    add_files(birch, "run", "scores", "qrels", "folds")
+    birch.add_argument("--top-n", type=int, choices=TOP_N, required=True, help="n of nS: how many top unit scores")
     birch.add_argument("--out", required=True, help="fused TREC run (the joined test folds)")
     birch.add_argument("--params-out", required=True, help="JSON with the choice per fold and the conventions")
-    birch.add_argument("--step", type=float, default=0.1, help="grid step of a, w2 and w3")
-    birch.add_argument("--alpha-step", type=float, help="grid step of a (default --step)")
-    birch.add_argument("--weight-step", type=float, help="grid step of w2, w3 (default --step)")
-    birch.add_argument("--normalise", choices=NORMALISATIONS + ("cv",), default="none",
-                       help="per-query score normalisation; cv: chosen per fold on its training folds, with a and w")
-    birch.add_argument("--short-docs", choices=SHORT_DOCS, default="birch",
-                       help="documents with fewer than n units: birch = missing terms add 0; repeat_min = lowest unit score")
-    birch.add_argument("--relevant-min-grade", type=int, default=1)
-    birch.add_argument("--cutoff", type=int, default=CUTOFF, help="AP cutoff (trec_eval -M)")
+    add_config(birch, "birch.fusion; the collection's relevant_min_grade")
+    birch.add_argument("--collection", help="the collection id (its relevant_min_grade)")
     birch.add_argument("--tag", help="run tag (default birch-<n>S)")
     birch.set_defaults(handler=run_birch)
 
     agg = commands.add_parser("aggregate", help="FirstP / MaxP / SumP / MeanP of the unit scores")
-    agg.add_argument("--method", required=True, choices=sorted(AGGREGATORS))
+    agg.add_argument("--method", required=True, choices=list(AGGREGATORS))
     agg.add_argument("--run", required=True, help="first-stage TREC run (.gz ok)")
     agg.add_argument("--scores", required=True, help="unit scores TSV: qid, doc_id, unit, score")
     agg.add_argument("--out", required=True, help="TREC run")

@@ -14,7 +14,6 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -23,9 +22,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from reranker.files import file_sha256
+from reranker.formats.atomic import atomic_dir
+from reranker.formats.docs import iter_docs
+from reranker.formats.errors import FormatError
+from reranker.formats.text import file_sha256
 from reranker.java import anserini_jar, autoclass, start_jvm
-from reranker.trec import FormatError
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,6 @@ BUILD_FILE = "build.json"
 # Part of build.json: an index built with other settings is rebuilt.
 SETTINGS = {"collection": "JsonCollection", "generator": "DefaultLuceneDocumentGenerator", "analyzer": "DefaultEnglishAnalyzer",
             "stemmer": "porter", "store_positions": True, "store_docvectors": True, "store_raw": True, "optimize": True}
-
-
 
 
 def read_build_info(index_dir: str | os.PathLike) -> dict | None:
@@ -45,20 +44,9 @@ def read_build_info(index_dir: str | os.PathLike) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _document(line: bytes, path: Path, line_no: int) -> dict[str, str]:
-    try:
-        doc = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise FormatError(path, line_no, f"not a JSON object: {err}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str) or not isinstance(doc.get("text"), str):
-        raise FormatError(path, line_no, 'a document is {"id": str, "title": str, "text": str}')
-    docid, title = doc["id"], doc.get("title") or ""
-    if not docid or docid != "".join(docid.split()):
-        raise FormatError(path, line_no, f"document id {docid!r} is empty or holds whitespace (TREC runs cannot hold it)")
-    if not isinstance(title, str):
-        raise FormatError(path, line_no, "title must be a string")
-    contents = f"{title}\n{doc['text']}" if title.strip() else doc["text"]
-    return {"id": docid, "contents": contents}
+def _lucene_document(title: str, text: str, doc_id: str) -> dict[str, str]:
+    contents = f"{title}\n{text}" if title.strip() else text
+    return {"id": doc_id, "contents": contents}
 
 
 def convert_docs(docs_jsonl: str | os.PathLike, collection_dir: str | os.PathLike, shards: int = 1) -> dict[str, int]:
@@ -75,18 +63,15 @@ def convert_docs(docs_jsonl: str | os.PathLike, collection_dir: str | os.PathLik
     seen: dict[str, int] = {}
     counts = {"docs": 0, "empty": 0}
     try:
-        with open(path, "rb") as f, tqdm(total=path.stat().st_size, unit="B", unit_scale=True,
-                                          desc=f"convert {path.name}", file=sys.stderr) as bar:
-            for line_no, line in enumerate(f, start=1):
-                bar.update(len(line))
-                if not line.strip():
-                    continue
-                doc = _document(line, path, line_no)
-                if doc["id"] in seen:
-                    raise FormatError(path, line_no, f"document id {doc['id']!r} already used on line {seen[doc['id']]}")
-                seen[doc["id"]] = line_no
-                counts["empty"] += not doc["contents"].strip()
-                outs[counts["docs"] % shards].write(json.dumps(doc, ensure_ascii=False) + "\n")
+        with tqdm(total=path.stat().st_size, unit="B", unit_scale=True, desc=f"convert {path.name}",
+                  file=sys.stderr) as bar:
+            for line_no, doc in iter_docs(path, progress=bar.update):
+                if doc.doc_id in seen:
+                    raise FormatError(path, line_no, f"document id {doc.doc_id!r} already used on line {seen[doc.doc_id]}")
+                seen[doc.doc_id] = line_no
+                lucene = _lucene_document(doc.title, doc.text, doc.doc_id)
+                counts["empty"] += not lucene["contents"].strip()
+                outs[counts["docs"] % shards].write(json.dumps(lucene, ensure_ascii=False) + "\n")
                 counts["docs"] += 1
     finally:
         for out in outs:
@@ -148,30 +133,27 @@ def build_index(docs_jsonl: str | os.PathLike, index_dir: str | os.PathLike, thr
 
     start_jvm(heap)
     started = time.perf_counter()
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_index = index_dir.with_name(index_dir.name + ".tmp")
-    shutil.rmtree(tmp_index, ignore_errors=True)  # left by an interrupted build
-    with tempfile.TemporaryDirectory(prefix=f".{index_dir.name}.collection.", dir=index_dir.parent) as collection_dir:
-        counts = convert_docs(docs_jsonl, collection_dir, shards=max(1, threads))
-        counters = _run_index_collection(Path(collection_dir), tmp_index, threads)
-    stats = index_stats(tmp_index)
-    expected = counts["docs"] - counts["empty"]
-    if stats["documents"] != expected or counters["errors"] or counters["unindexable"]:
-        raise RuntimeError(f"{docs_jsonl}: {counts['docs']} documents ({counts['empty']} empty) but the index in {tmp_index} "
-                           f"holds {stats['documents']} (Anserini counters: {counters})")
-    if counts["empty"]:
-        log.warning("%s: %d documents have no text; Lucene does not index them", docs_jsonl, counts["empty"])
+    # Built in <index>.tmp, build.json last: an index without it is incomplete and rebuilt.
+    with atomic_dir(index_dir, last=BUILD_FILE) as tmp_index:
+        with tempfile.TemporaryDirectory(prefix=f".{index_dir.name}.collection.", dir=index_dir.parent) as collection_dir:
+            counts = convert_docs(docs_jsonl, collection_dir, shards=max(1, threads))
+            counters = _run_index_collection(Path(collection_dir), tmp_index, threads)
+        stats = index_stats(tmp_index)
+        expected = counts["docs"] - counts["empty"]
+        if stats["documents"] != expected or counters["errors"] or counters["unindexable"]:
+            raise RuntimeError(f"{docs_jsonl}: {counts['docs']} documents ({counts['empty']} empty) but the index in {tmp_index} "
+                               f"holds {stats['documents']} (Anserini counters: {counters})")
+        if counts["empty"]:
+            log.warning("%s: %d documents have no text; Lucene does not index them", docs_jsonl, counts["empty"])
 
-    record = {
-        "input": str(docs_jsonl), "input_sha256": sha256, "settings": SETTINGS,
-        "docs": counts["docs"], "empty_docs": counts["empty"], **stats,
-        "threads": threads, "seconds": round(time.perf_counter() - started, 2),
-        "versions": {"pyserini": version("pyserini"), "anserini_jar": anserini_jar().name,
-                     "java": str(autoclass("java.lang.System").getProperty("java.version"))},
-    }
-    (tmp_index / BUILD_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    shutil.rmtree(index_dir, ignore_errors=True)
-    os.replace(tmp_index, index_dir)
+        record = {
+            "input": str(docs_jsonl), "input_sha256": sha256, "settings": SETTINGS,
+            "docs": counts["docs"], "empty_docs": counts["empty"], **stats,
+            "threads": threads, "seconds": round(time.perf_counter() - started, 2),
+            "versions": {"pyserini": version("pyserini"), "anserini_jar": anserini_jar().name,
+                         "java": str(autoclass("java.lang.System").getProperty("java.version"))},
+        }
+        (tmp_index / BUILD_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
 
@@ -180,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", required=True, help="docs.jsonl: one {id, title, text} object per line")
     parser.add_argument("--index", required=True, help="index directory to create")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--heap", help="JVM heap, e.g. 4g (default: BIRCH_JAVA_HEAP or 4g)")
+    parser.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default (settings: java_heap)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     previous = read_build_info(args.index)
-    record = build_index(args.docs, args.index, threads=args.threads, heap=args.heap)
+    from reranker.config import load_config
+
+    record = build_index(args.docs, args.index, threads=args.threads, heap=load_config(args.config)["java_heap"])
     status = "up to date" if record == previous else f"built in {record['seconds']} s"
     print(f"{args.index}: {record['documents']} documents, {record['unique_terms']} terms, {status}"
           + (f" ({record['empty_docs']} empty documents not indexed)" if record["empty_docs"] else ""))

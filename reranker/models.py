@@ -159,8 +159,7 @@ def mean_pooled_class() -> type:
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
                     num_layers: int | None = None, seed: int = 0, device: str | torch.device = "cpu") -> Classifier:
     """Load a two-way (or one-logit) relevance classifier for scoring or fine-tuning."""
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              BertForNextSentencePrediction)
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertForNextSentencePrediction
 
     source = resolve_source(model)
     meta = read_meta(source) if Path(source).exists() else {}

@@ -20,13 +20,15 @@ from typing import Any
 
 from tqdm import tqdm
 
+from reranker.formats.folds import read_folds
+from reranker.formats.ids import qid_order
+from reranker.formats.runs import Run, write_run
+from reranker.formats.topics import read_topics_tsv
 from reranker.java import start_jvm
-from reranker.collections import read_folds
-from reranker.trec import Run, qid_order, read_topics_tsv, write_run
+from reranker.registry import FIRST_STAGES
 
 log = logging.getLogger(__name__)
 
-MODELS = ("bm25", "bm25_rm3")
 BATCH_SIZE = 50  # queries per batch_search call: the progress bar's step
 
 
@@ -42,8 +44,8 @@ class RetrievalParams:
     original_query_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ValueError(f"unknown retrieval model {self.model!r}; known: {', '.join(MODELS)}")
+        if self.model not in FIRST_STAGES:
+            raise ValueError(f"unknown retrieval model {self.model!r}; known: {', '.join(FIRST_STAGES)}")
         if self.k1 < 0 or not 0 <= self.b <= 1 or not 0 <= self.original_query_weight <= 1:
             raise ValueError(f"need k1 >= 0, 0 <= b <= 1 and 0 <= original_query_weight <= 1: {self}")
         if self.fb_terms < 1 or self.fb_docs < 1:
@@ -65,7 +67,7 @@ class RetrievalParams:
 
     def describe(self) -> str:
         text = f"{self.model} k1={self.k1} b={self.b}"
-        if self.model == "bm25_rm3":
+        if FIRST_STAGES[self.model].rm3:
             text += f" fb_terms={self.fb_terms} fb_docs={self.fb_docs} original_query_weight={self.original_query_weight}"
         return text
 
@@ -84,7 +86,7 @@ def open_searcher(index_dir: str | os.PathLike, heap: str | None = None):
 
 def configure(searcher, params: RetrievalParams) -> None:
     searcher.set_bm25(params.k1, params.b)
-    if params.model == "bm25_rm3":
+    if FIRST_STAGES[params.model].rm3:
         searcher.set_rm3(params.fb_terms, params.fb_docs, params.original_query_weight)
     else:
         searcher.unset_rm3()
@@ -121,7 +123,7 @@ def _progress(total: int, desc: str) -> tqdm:
 
 def retrieve(index_dir: str | os.PathLike, topics: Mapping[str, str], params: RetrievalParams,
              depth: int = 1000, threads: int = 2, heap: str | None = None) -> Run:
-    """The top `depth` documents of every topic, {qid: {docid: score}}."""
+    """The top `depth` documents of every topic, {qid: {doc_id: score}}."""
     searcher = open_searcher(index_dir, heap)
     with _progress(len(topics), params.model) as progress:
         return search(searcher, topics, params, depth, threads, progress)
@@ -165,10 +167,12 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
     """
     from reranker.config import merge
 
-    retrieval = config.get("retrieval", {})
-    values = dict(retrieval.get("models", {}).get(model, {}))
+    retrieval = config["retrieval"]
+    if model not in retrieval["models"]:
+        raise ValueError(f"no parameters for first stage {model!r} in retrieval.models (known: {', '.join(retrieval['models'])})")
+    values = dict(retrieval["models"][model])
     if collection is not None:
-        values = merge(values, retrieval.get("overrides", {}).get(collection, {}).get(model, {}))
+        values = merge(values, retrieval["overrides"].get(collection, {}).get(model, {}))
     folds = values.pop("folds", {})
     default = RetrievalParams.from_mapping(model, values)
     return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
@@ -178,38 +182,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker retrieve", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="Lucene index built by `python -m reranker index`")
     parser.add_argument("--topics", required=True, help="topics.tsv: qid<TAB>text")
-    parser.add_argument("--model", required=True, choices=MODELS)
+    parser.add_argument("--model", required=True, choices=list(FIRST_STAGES))
     parser.add_argument("--out", required=True, help="TREC run file to write")
-    parser.add_argument("--depth", type=int, help="documents per query (default: config retrieval.depth or 1000)")
-    parser.add_argument("--k1", type=float)
-    parser.add_argument("--b", type=float)
-    parser.add_argument("--fb-terms", type=int)
-    parser.add_argument("--fb-docs", type=int)
-    parser.add_argument("--original-query-weight", type=float)
-    parser.add_argument("--config", help="experiment YAML (default with --collection: workflow/config/config.yaml)")
+    parser.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default "
+                        "(settings: retrieval.depth, retrieval.models, retrieval.overrides, java_heap)")
     parser.add_argument("--collection", help="collection id whose retrieval.overrides apply")
-    parser.add_argument("--folds", help="JSON {fold: [test qids]}: use the config's per-fold parameters")
-    parser.add_argument("--threads", type=int, help="search threads (default: config threads or 2)")
-    parser.add_argument("--heap", help="JVM heap, e.g. 4g (default: config java_heap, BIRCH_JAVA_HEAP or 4g)")
+    parser.add_argument("--folds", help="JSON {fold: [test qids]}: needed when the overrides are per fold")
+    parser.add_argument("--threads", type=int, default=1, help="search threads")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from reranker.config import ConfigError, load_config
 
-    config: Mapping = {}
-    default, fold_params = RetrievalParams(model=args.model), {}
-    if args.config or args.collection:
-        from reranker.config import load_config
-
+    try:
         config = load_config(args.config)
         default, fold_params = params_from_config(config, args.model, args.collection)
-    flags = {"k1": args.k1, "b": args.b, "fb_terms": args.fb_terms, "fb_docs": args.fb_docs,
-             "original_query_weight": args.original_query_weight}
-    default = default.replace(**flags)
-    fold_params = {fold: params.replace(**flags) for fold, params in fold_params.items()}
-    depth = args.depth if args.depth is not None else config.get("retrieval", {}).get("depth", 1000)
-    threads = args.threads if args.threads is not None else config.get("threads", 2)
-    heap = args.heap or config.get("java_heap")
-    if depth < 1 or threads < 1:
-        parser.error("--depth and --threads must be at least 1")
+    except (ConfigError, ValueError) as err:
+        print(f"retrieve: {err}", file=sys.stderr)
+        return 2
+    depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], args.threads
+    if threads < 1:
+        parser.error("--threads must be at least 1")
     if fold_params and not args.folds:
         parser.error(f"the configuration sets per-fold parameters for folds {sorted(fold_params)}; pass --folds")
 

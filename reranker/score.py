@@ -18,7 +18,8 @@ their own longest pair, and the model runs under torch.inference_mode with SDPA 
 when a batch has no padding). For BERT models the encoder runs here, layer by layer on the model's
 own modules, so that the last layer computes only what the head reads: for a [CLS] head, keys and
 values for every token but query, attention output and feed-forward for [CLS] alone (a third less
-work for a 3-layer MiniLM); a mean-pooled head reads every token. The test suite checks it against the plain Hugging Face forward, pair by pair.
+work for a 3-layer MiniLM); a mean-pooled head reads every token. The test suite checks it against the
+plain Hugging Face forward, pair by pair.
 
 Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
 shards written atomically to `<out>.shards/`; a killed run resumes at the first missing shard.
@@ -49,19 +50,27 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from reranker.files import iter_jsonl
-from reranker.hardware import PRECISIONS, PrecisionNotApplicable, compute_dtype, cpu_threads
-from reranker.models import (HEADS, CheckpointError, Classifier, load_classifier, mean_pool, pick_device,
-                             resolve_source)
-from reranker.segment import top_k_docs
-from reranker.trec import FormatError, Run, read_qrels, read_run, read_topics_tsv
+from reranker.batching import pad_batch, tokenize_pairs
+from reranker.cli import add_config, add_files
+from reranker.formats.atomic import write_json, write_text
+from reranker.formats.errors import FormatError
+from reranker.formats.qrels import read_qrels
+from reranker.formats.runs import Run, read_run, top_k_docs
+from reranker.formats.segments import Segments, read_segments
+from reranker.formats.text import meta_path
+from reranker.formats.topics import read_topics_tsv
+from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
+from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads
+from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
 
 KINDS = ("logit", "log_prob", "cosine")  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
 
 
 @dataclass(frozen=True)
-class Pair:
+class UnitPair:
+    """A query and one unit of one of its candidate documents, to be scored."""
+
     qid: str
     doc_id: str
     unit: int
@@ -71,26 +80,10 @@ class Pair:
 
 # ---------------------------------------------------------------- inputs
 
-def read_segments(path: str | os.PathLike) -> dict[str, list[tuple[int, str]]]:
-    """Read segment JSONL into {doc_id: [(unit, text), ...]} in file order."""
-    segments: dict[str, list[tuple[int, str]]] = {}
-    if not Path(path).exists():
-        raise FileNotFoundError(f"{path}: no such segments file (made by `python -m reranker segment`)")
-    for line_no, record in iter_jsonl(path):
-        try:
-            doc_id, unit, text = str(record["doc_id"]), int(record["unit"]), record["text"]
-            if not isinstance(text, str):
-                raise TypeError("text is not a string")
-        except (KeyError, TypeError, ValueError) as err:
-            raise FormatError(path, line_no, f'a segments line is {{"doc_id", "unit", "text"}} ({err})') from None
-        segments.setdefault(doc_id, []).append((unit, text))
-    return segments
-
-
-def make_pairs(run: Run, topics: Mapping[str, str], segments: Mapping[str, Sequence[tuple[int, str]]],
-               candidates: int, segments_path: str | os.PathLike = "segments") -> list[Pair]:
+def make_pairs(run: Run, topics: Mapping[str, str], segments: Segments,
+               candidates: int, segments_path: str | os.PathLike = "segments") -> list[UnitPair]:
     """Every (query, unit) pair of the top-`candidates` documents, in the output order."""
-    pairs: list[Pair] = []
+    pairs: list[UnitPair] = []
     for qid, doc_ids in top_k_docs(run, candidates).items():
         if qid not in topics:
             raise ValueError(f"query {qid} of the run has no text in the topics file")
@@ -99,7 +92,7 @@ def make_pairs(run: Run, topics: Mapping[str, str], segments: Mapping[str, Seque
                 raise FormatError(segments_path, None,
                                   f"no segments for document {doc_id} (query {qid}, rank {rank}); segment the same run "
                                   f"with --candidates >= {candidates}")
-            pairs.extend(Pair(qid, doc_id, unit, topics[qid], text) for unit, text in segments[doc_id])
+            pairs.extend(UnitPair(qid, doc_id, unit, topics[qid], text) for unit, text in segments[doc_id])
     return pairs
 
 
@@ -235,22 +228,10 @@ class Scorer:
         return [self.classifier.fingerprint, self.kind, str(self.dtype).removeprefix("torch."), self.max_length]
 
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
-        encoded = self.classifier.tokenizer(list(queries), list(texts), truncation="longest_first",
-                                            max_length=self.max_length, return_attention_mask=False)
-        types = encoded.get("token_type_ids") or [[0] * len(ids) for ids in encoded["input_ids"]]
-        return encoded["input_ids"], types
+        return tokenize_pairs(self.classifier.tokenizer, queries, texts, "longest_first", self.max_length)
 
     def _batch(self, ids: Sequence[list[int]], types: Sequence[list[int]]) -> dict[str, torch.Tensor]:
-        width = max(map(len, ids))
-        input_ids = np.full((len(ids), width), self.pad_id, dtype=np.int64)
-        token_types = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, (seq, typ) in enumerate(zip(ids, types)):
-            input_ids[row, :len(seq)] = seq
-            token_types[row, :len(typ)] = typ
-            mask[row, :len(seq)] = 1
-        batch = {"input_ids": input_ids, "token_type_ids": token_types, "attention_mask": mask}
-        return {name: torch.from_numpy(array).to(self.device) for name, array in batch.items()}
+        return pad_batch(ids, types, self.pad_id, self.device)
 
     def _kept(self, logits: torch.Tensor) -> torch.Tensor:
         logits = logits.float()
@@ -318,19 +299,11 @@ class Scorer:
 
 # ---------------------------------------------------------------- shards and output
 
-def format_row(pair: Pair, score: float) -> str:
-    return f"{pair.qid}\t{pair.doc_id}\t{pair.unit}\t{score:.9g}\n"
-
-
 def shard_dir(out: str | os.PathLike) -> Path:
     return Path(str(out) + ".shards")
 
 
-def meta_path(out: str | os.PathLike) -> Path:
-    return Path(str(out) + ".meta.json")
-
-
-def _plan_digest(pairs: Sequence[Pair], context: Sequence[Any], shard_size: int) -> str:
+def _plan_digest(pairs: Sequence[UnitPair], context: Sequence[Any], shard_size: int) -> str:
     digest = hashlib.sha256(json.dumps([*context, shard_size]).encode())
     for pair in pairs:
         digest.update(f"{pair.qid}\t{pair.doc_id}\t{pair.unit}\t{pair.query}\t{pair.text}\n".encode())
@@ -347,10 +320,10 @@ def _prepare_shards(directory: Path, plan: str) -> None:
         print(f"score: {directory} holds shards of other inputs; starting over", file=sys.stderr)
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    plan_file.write_text(json.dumps({"plan": plan}) + "\n")
+    write_text(plan_file, json.dumps({"plan": plan}) + "\n")
 
 
-def score_pairs_sharded(scorer: Scorer, pairs: Sequence[Pair], out: str | os.PathLike,
+def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os.PathLike,
                         cache: ScoreCache | None = None, shard_size: int = DEFAULT_SHARD_SIZE) -> dict[str, Any]:
     """Score pairs shard by shard into `out` (resuming finished shards); return counts for the meta."""
     if shard_size < 1:
@@ -383,17 +356,10 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[Pair], out: str | os.Pat
         if cache is not None:
             cache.put(fresh.items())
         known.update(fresh)
-        tmp = shard_files[index].with_suffix(".tsv.tmp")
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.writelines(format_row(pair, known[key]) for key, pair in zip(keys, shard))
-        os.replace(tmp, shard_files[index])
+        write_unit_scores(((pair.qid, pair.doc_id, pair.unit, known[key]) for key, pair in zip(keys, shard)),
+                          shard_files[index])
     progress.close()
-    tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "wb") as f:
-        for shard_file in shard_files:
-            with open(shard_file, "rb") as part:
-                shutil.copyfileobj(part, f)
-    os.replace(tmp, out)
+    join_unit_scores(shard_files, out)
     shutil.rmtree(directory)
     return counts
 
@@ -440,52 +406,40 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
                    "qrels": str(qrels_path) if qrels_path is not None else None},
         "queries": len(run),
     }
-    tmp = meta_path(out).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, meta_path(out))
+    write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", required=True, help="HF id or checkpoint directory")
-    parser.add_argument("--segments", required=True, help="segments JSONL from `python -m reranker segment`")
-    parser.add_argument("--run", required=True, help="first-stage TREC run")
-    parser.add_argument("--topics", required=True, help="topics.tsv (qid<TAB>text)")
-    parser.add_argument("--qrels", help="score only the queries these qrels judge (the others cannot be evaluated)")
-    parser.add_argument("--out", required=True, help="output TSV: qid, doc_id, unit, score")
-    parser.add_argument("--candidates", type=int, help="K (default: segment.candidates)")
-    parser.add_argument("--kind", choices=KINDS, help="kept score (default: score.kind)")
-    parser.add_argument("--batch-size", type=int, help="pairs per batch (default: score.batch_size)")
-    parser.add_argument("--precision", choices=PRECISIONS, help="exact (fp32) or fast (bf16) (default: score.precision)")
-    parser.add_argument("--cache", help="score cache directory (default: <workdir>/cache)")
+    parser.add_argument("--checkpoint", required=True, help="a checkpoint name of the configuration (checkpoints.yaml)")
+    add_files(parser, "segments", "run", "topics", "out", optional=("qrels",), out="output TSV: qid, doc_id, unit, score",
+              qrels="score only the queries these qrels judge (the others cannot be evaluated)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the score cache")
     parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="pairs per resumable shard")
-    parser.add_argument("--device", help="auto, cpu, cuda, cuda:1 ... (default: score.device)")
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
-    parser.add_argument("--num-layers", type=int, help="keep only the first N encoder layers (tests, benchmarks)")
-    parser.add_argument("--head", choices=HEADS, help="for fetched models: sequence_classification or "
-                        "next_sentence_prediction (Birch's checkpoints); fine-tuned ones record theirs")
-    parser.add_argument("--relevant-index", type=int, help="the logit that means relevant (Birch's NSP models: 1)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
-    parser.add_argument("--config", help="experiment config file (default: workflow/config/config.yaml)")
+    add_config(parser, "score, segment.candidates, the checkpoint's entry; the cache under run_dir")
     args = parser.parse_args(argv)
-    from reranker.config import load_config
+    from reranker.config import ConfigError, load_config
+    from reranker.workflow import PATTERNS, Experiment
 
-    config = load_config(args.config)
-    defaults = config.get("score", {})
-    cache_dir = None if args.no_cache else (args.cache or str(Path(config["workdir"]) / "cache"))
     try:
-        meta = score_run(args.checkpoint, args.segments, args.run, args.topics, args.out,
-                         candidates=args.candidates or config.get("segment", {}).get("candidates", 100),
-                         kind=args.kind or defaults.get("kind", "logit"),
-                         batch_size=args.batch_size or defaults.get("batch_size", 64),
-                         precision=args.precision or defaults.get("precision", "exact"),
-                         cache_dir=cache_dir, shard_size=args.shard_size,
-                         device=args.device or defaults.get("device", "auto"), max_length=args.max_length,
-                         num_layers=args.num_layers, threads=args.threads, qrels_path=args.qrels,
-                         head=args.head, relevant_index=args.relevant_index)
-    except (CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
+        config = load_config(args.config)
+        experiment = Experiment(config)
+        entry = experiment.checkpoint(args.checkpoint)
+        settings = config["score"]
+        kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
+        cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
+        fetched = entry["source"] == "hf"
+        meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
+                         candidates=config["segment"]["candidates"], kind=kind, batch_size=settings["batch_size"],
+                         precision=settings["precision"], cache_dir=cache_dir, shard_size=args.shard_size,
+                         device=settings["device"], max_length=args.max_length,
+                         num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
+                         qrels_path=args.qrels, head=entry.get("head") if fetched else None,
+                         relevant_index=entry.get("relevant_index") if fetched else None)
+    except (ConfigError, CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
         print(f"score: {err}", file=sys.stderr)
         return 1
     print(f"{meta['pairs']} pairs ({meta['cache_hits']} from the cache) in {meta['seconds']:.1f}s "

@@ -22,44 +22,28 @@ byte-identical outputs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from tqdm import tqdm
 
-from reranker.collections import read_docs, strip_markup
-from reranker.files import file_sha256
-from reranker.trec import FormatError, Run, qid_order, read_run, read_topics_tsv, sorted_docs
+from reranker.cli import add_config, add_files
+from reranker.formats.atomic import write_json
+from reranker.formats.docs import read_docs, strip_markup
+from reranker.formats.errors import FormatError
+from reranker.formats.runs import read_run, top_k_docs
+from reranker.formats.segments import Unit, write_segments
+from reranker.formats.text import file_sha256, meta_path
+from reranker.formats.topics import read_topics_tsv
 
 UNITS = ("sentences", "passages")
 SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
 # The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
 DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 MIN_BUDGET = 8
-
-
-@dataclass(frozen=True)
-class Unit:
-    doc_id: str
-    unit: int
-    text: str
-
-    def to_json(self) -> str:
-        return json.dumps({"doc_id": self.doc_id, "unit": self.unit, "text": self.text}, ensure_ascii=False)
-
-
-def top_k_docs(run: Run, k: int) -> dict[str, list[str]]:
-    """The top-k documents of each query, ranked as trec_eval ranks them."""
-    return {qid: [doc for doc, _ in sorted_docs(run[qid])[:k]] for qid in qid_order(run)}
-
-
-
 
 
 def title_and_body(title: str, text: str) -> tuple[str, str]:
@@ -182,21 +166,6 @@ def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, 
     return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
 
 
-
-
-def write_atomic(path: Path, lines: Iterable[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, path)
-
-
-def meta_path(out: str | os.PathLike) -> Path:
-    return Path(str(out) + ".meta.json")
-
-
 def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_path: str | os.PathLike,
             out: str | os.PathLike, unit: str = "sentences", candidates: int = 100,
             tokenizer: str = DEFAULT_TOKENIZER, max_length: int = 128,
@@ -240,43 +209,28 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
     for doc_id in tqdm(sorted(docs), desc=f"segment {unit}", unit="doc", file=sys.stderr):
         units.extend(units_of(doc_id, *title_and_body(*docs[doc_id])))
     meta["units"] = len(units)
-    out = Path(out)
-    write_atomic(out, (u.to_json() for u in units))
-    write_atomic(meta_path(out), [json.dumps(meta, indent=2, sort_keys=True)])
+    write_segments(units, out)
+    write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
-
-
-def config_defaults(config_file: str | None) -> Mapping[str, Any]:
-    from reranker.config import load_config
-
-    return load_config(config_file).get("segment", {})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker segment", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", required=True, help="docs.jsonl ({id, title, text} per line)")
-    parser.add_argument("--run", required=True, help="first-stage TREC run")
-    parser.add_argument("--topics", required=True, help="topics.tsv (qid<TAB>text)")
-    parser.add_argument("--out", required=True, help="output JSONL")
+    add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
-    parser.add_argument("--candidates", type=int, help="K (default: segment.candidates)")
-    parser.add_argument("--tokenizer", default=DEFAULT_TOKENIZER, help="HF id or directory, for the token budget")
-    parser.add_argument("--max-length", type=int, help="query + unit tokens (default: segment.max_length)")
-    parser.add_argument("--passage-length", type=int, help="words per passage (default: segment.passages.length)")
-    parser.add_argument("--passage-stride", type=int, help="words between passage starts (default: segment.passages.stride)")
-    parser.add_argument("--no-title", action="store_true", help="do not prefix passages with the title")
-    parser.add_argument("--config", help="experiment config file (default: workflow/config/config.yaml)")
+    add_config(parser, "segment; the tokenizer of birch.checkpoints' first")
     args = parser.parse_args(argv)
-    defaults = config_defaults(args.config)
-    passages = defaults.get("passages", {})
+    from reranker.config import ConfigError, load_config
+    from reranker.workflow import Experiment
+
     try:
-        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit,
-                       candidates=args.candidates or defaults.get("candidates", 100),
-                       tokenizer=args.tokenizer, max_length=args.max_length or defaults.get("max_length", 128),
-                       passage_length=args.passage_length or passages.get("length", 150),
-                       passage_stride=args.passage_stride or passages.get("stride", 100),
-                       passage_title=passages.get("title", True) and not args.no_title)
-    except (FormatError, FileNotFoundError, ValueError) as err:
+        config = load_config(args.config)
+        settings, tokenizer = config["segment"], Experiment(config).tokenizer or DEFAULT_TOKENIZER
+        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=settings["candidates"],
+                       tokenizer=tokenizer, max_length=settings["max_length"],
+                       passage_length=settings["passages"]["length"], passage_stride=settings["passages"]["stride"],
+                       passage_title=settings["passages"]["title"])
+    except (ConfigError, FormatError, FileNotFoundError, ValueError) as err:
         print(f"segment: {err}", file=sys.stderr)
         return 1
     print(f"{meta['units']} {args.unit} from {meta['documents']} documents -> {args.out}", file=sys.stderr)

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reranker.files import file_sha256
-from reranker.evaluate import Evaluation, load, paired_ttest
+from reranker.formats.atomic import write_json, write_text
+from reranker.formats.evaluations import Evaluation, read_evaluation
+from reranker.formats.text import file_sha256
+from reranker.significance import paired_ttest
 
 SIGNIFICANT = "†"
 MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
@@ -124,10 +126,7 @@ class Table:
         written = []
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
-            text = {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex}[fmt]()
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
+            write_text(path, {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex}[fmt]())
             written.append(path)
         return written
 
@@ -176,17 +175,13 @@ def stats_markdown(table: Table) -> str:
 
 
 def load_evaluations(paths: Mapping[str, str | os.PathLike]) -> dict[str, Evaluation]:
-    return {name: load(path) for name, path in paths.items()}
+    return {name: read_evaluation(path) for name, path in paths.items()}
 
 
 def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping) -> None:
     """Store a table's numbers with what produced them (command, commit, versions, checksums)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()},
-                              indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_json(path, {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()},
+               indent=1, sort_keys=True, ensure_ascii=False)
 
 
 def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
@@ -236,7 +231,8 @@ def checkpoint_note(label: str, meta: Mapping) -> str:
     gap = (v["prior_loss"] - v["loss"]) / v["prior_loss"]
     return (f"{label}: held-out loss {v['loss']:.3f} at step {v['selected_step']} of {meta.get('steps')} "
             f"({v['select']} on validation), label prior {v['prior_loss']:.3f} "
-            f"({f'{gap:.0%} below it' if gap > 0 else f'{-gap:.0%} above it: it did not learn'}), untrained head {v['untrained_loss']:.3f}; held-out MRR "
+            f"({f'{gap:.0%} below it' if gap > 0 else f'{-gap:.0%} above it: it did not learn'}), "
+            f"untrained head {v['untrained_loss']:.3f}; held-out MRR "
             f"{v['untrained_mrr']:.3f} -> {v['mrr']:.3f}; {v['pairs']} held-out pairs of {sources}'s training "
             f"queries; {meta.get('pairs')} training pairs, {meta.get('dtype', 'float32')}.")
 
@@ -317,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         entries = []
         for spec in args.eval:
             group, row, path = spec.split(":", 2)
-            evaluation = load(path)
+            evaluation = read_evaluation(path)
             entries.append((group, row, evaluation))
             inputs += [path] + [p for p in evaluation.source.values() if Path(p).exists()]
         groups = list(dict.fromkeys(g for g, _, _ in entries))
@@ -348,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     written = table.write(args.out, [f for f in args.formats if not (args.kind == "stats" and f == "md")])
     if args.kind == "stats" and "md" in args.formats:
         md = Path(args.out).with_suffix(".md")
-        md.write_text(stats_markdown(table), encoding="utf-8")
+        write_text(md, stats_markdown(table))
         written.append(md)
     if args.numbers:
         extra = {}
@@ -381,17 +377,14 @@ def main_wall_clock(argv: list[str]) -> int:
     if timing is None:
         print(f"{args.log}: no finished job in this run; {args.out} kept", file=sys.stderr)
         return 0
-    from reranker.hardware import cpu_info, cpu_threads, has_fast_half
-
     import torch
+
+    from reranker.hardware import cpu_info, cpu_threads, has_fast_half
 
     info = cpu_info()
     record = provenance(args.command, extra={**timing, "machine": {
         "cpu": info["model"], "cores": cpu_threads(), "bf16": has_fast_half(torch.device("cpu")),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}})
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(str(args.out) + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(tmp, args.out)
+    write_json(args.out, record, indent=2)
     print(f"{args.out}: {timing['jobs']} jobs in {timing['wall_clock_seconds'] / 60:.1f} min")
     return 0

@@ -25,7 +25,6 @@ import json
 import math
 import os
 import random
-import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,9 +36,16 @@ import numpy as np
 import torch
 
 from reranker import hardware, models
-from reranker.collections import read_docs
-from reranker.files import file_sha256
-from reranker.trec import FormatError, Qrels, Run, open_text, qid_order, read_qrels, read_run, read_topics_tsv, sorted_docs
+from reranker.batching import pad_batch, tokenize_pairs
+from reranker.config import defaults as config_defaults
+from reranker.formats.atomic import atomic_dir, write_lines
+from reranker.formats.docs import read_docs
+from reranker.formats.errors import FormatError
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import Qrels, read_qrels
+from reranker.formats.runs import Run, read_run, sorted_docs
+from reranker.formats.text import file_sha256, open_text
+from reranker.formats.topics import read_topics_tsv
 
 LOG_FILE = "train_log.jsonl"
 VALIDATION_FILE = "validation_log.jsonl"
@@ -50,29 +56,8 @@ SELECTIONS = ("best", "last")
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
 
 
-@dataclass(frozen=True)
-class TrainingConfig:
-    """Hyper-parameters; the defaults are workflow/config/config.yaml `training:`."""
-
-    learning_rate: float = 3e-5
-    epochs: float = 1  # fractional epochs stop part-way through the last pass
-    batch_size: int = 16
-    max_length: int = 256  # query + text tokens; the text is truncated, never the query
-    warmup: float = 0.1  # fraction of the steps with a linearly rising learning rate
-    weight_decay: float = 0.01
-    seed: int = 42
-    negatives_per_positive: int = 3
-    negatives_depth: int = 100  # run candidates the negatives are drawn from
-    max_pairs: int | None = None  # cap on training pairs per source
-    device: str = "auto"
-    num_layers: int | None = None  # keep only the first N encoder layers (small tests)
-    head: str | None = None  # None: the base's own (its recorded head, else its pooling: models.default_head)
-    precision: str = "auto"  # auto: bf16 autocast (fp32 master weights) where the hardware has bf16, else fp32
-    bucketed: bool = True  # batches of similar length (shuffled), padded to their own longest pair
-    validation_fraction: float = 0.1  # of each source's training queries, held out for validation
-    eval_every: int = 100  # steps between validation passes
-    select: str = "best"  # best: the weights of the step with the lowest validation loss; last: the final ones
-    patience: int | None = None  # stop after this many validation passes without a new best
+class _Settings:
+    """Checks and conversions of TrainingConfig (whose fields come from the schema)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.validation_fraction < 1:
@@ -83,7 +68,7 @@ class TrainingConfig:
             raise ValueError("eval_every must be positive")
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> "TrainingConfig":
+    def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
@@ -92,6 +77,17 @@ class TrainingConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+# Hyper-parameters: one field per `training:` setting of the config schema, with its default and
+# description there (`gpus` is the scheduler's, not the trainer's).
+TrainingConfig = dataclasses.make_dataclass(
+    "TrainingConfig",
+    [(name, Any, dataclasses.field(default=value)) for name, value in config_defaults()["training"].items()
+     if name != "gpus"],
+    bases=(_Settings,), frozen=True)
+TrainingConfig.__module__ = __name__
+DEFAULT_TRAINING = TrainingConfig()
 
 
 @dataclass(frozen=True)
@@ -110,32 +106,34 @@ class Source:
         return {"docs": Path(self.docs), "topics": Path(self.topics), "qrels": Path(self.qrels), "run": Path(self.run)}
 
 
-class Pair(NamedTuple):
+class TrainingPair(NamedTuple):
+    """A labelled training example: a query and a whole document."""
+
     qid: str
-    docid: str
+    doc_id: str
     label: int  # 1 relevant, 0 not
 
 
-def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = TrainingConfig(), relevant_min_grade: int = 1,
-                train_qids: frozenset[str] | set[str] | None = None) -> list[Pair]:
+def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = DEFAULT_TRAINING, relevant_min_grade: int = 1,
+                train_qids: frozenset[str] | set[str] | None = None) -> list[TrainingPair]:
     """Training pairs, in a fixed order: each query's positives, then its sampled negatives.
 
     Negatives come from the query's top `negatives_depth` run documents minus every judged-relevant
     one, `negatives_per_positive` per positive (fewer if the pool is smaller). Sampling is seeded per
     query, so a query's pairs do not depend on which other queries take part.
     """
-    pairs: list[Pair] = []
+    pairs: list[TrainingPair] = []
     for qid in qid_order(qrels):
         if train_qids is not None and qid not in train_qids:
             continue
-        relevant = {docid for docid, grade in qrels[qid].items() if grade >= relevant_min_grade}
+        relevant = {doc_id for doc_id, grade in qrels[qid].items() if grade >= relevant_min_grade}
         if not relevant:
             continue
-        pool = [docid for docid, _ in sorted_docs(run.get(qid, {}))[:config.negatives_depth] if docid not in relevant]
+        pool = [doc_id for doc_id, _ in sorted_docs(run.get(qid, {}))[:config.negatives_depth] if doc_id not in relevant]
         rng = random.Random(f"{config.seed}/{qid}")
         negatives = rng.sample(pool, min(len(pool), config.negatives_per_positive * len(relevant)))
-        pairs += [Pair(qid, docid, 1) for docid in sorted(relevant)]
-        pairs += [Pair(qid, docid, 0) for docid in negatives]
+        pairs += [TrainingPair(qid, doc_id, 1) for doc_id in sorted(relevant)]
+        pairs += [TrainingPair(qid, doc_id, 0) for doc_id in negatives]
     if config.max_pairs is not None and len(pairs) > config.max_pairs:
         keep = sorted(random.Random(config.seed).sample(range(len(pairs)), config.max_pairs))
         pairs = [pairs[i] for i in keep]
@@ -152,8 +150,8 @@ def read_qids(path: str | os.PathLike) -> frozenset[str]:
 
 
 class Examples(NamedTuple):
-    pairs: list[Pair]
-    validation: list[Pair]  # pairs of held-out training queries: never trained on
+    pairs: list[TrainingPair]
+    validation: list[TrainingPair]  # pairs of held-out training queries: never trained on
     topics: dict[str, str]
     docs: dict[str, str]
     record: dict[str, Any]  # what went in, for reranker.json
@@ -192,8 +190,8 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     if untitled:
         raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
-    docs = {docid: " ".join(part for part in title_text if part)
-            for docid, title_text in read_docs(source.docs, {pair.docid for pair in pairs + validation}).items()}
+    docs = {doc_id: " ".join(part for part in title_text if part)
+            for doc_id, title_text in read_docs(source.docs, {pair.doc_id for pair in pairs + validation}).items()}
     positives = sum(pair.label for pair in pairs)
     record = {
         "name": source.name,
@@ -211,8 +209,6 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "validation_positives": sum(pair.label for pair in validation),
     }
     return Examples(pairs, validation, topics, docs, record)
-
-
 
 
 def sha256_text(text: str) -> str:
@@ -271,32 +267,21 @@ def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], t
     """Tokenise (query, text) pairs once, without padding; the text is truncated to fit."""
     if not queries:
         return Encoded([], [], torch.empty(0, dtype=torch.long), list(qids))
-    encoded = tokenizer(list(queries), list(texts), truncation="only_second", max_length=max_length,
-                        return_attention_mask=False)
-    types = encoded.get("token_type_ids") or [[0] * len(ids) for ids in encoded["input_ids"]]
-    return Encoded(encoded["input_ids"], types, targets, list(qids))
+    ids, types = tokenize_pairs(tokenizer, queries, texts, "only_second", max_length)
+    return Encoded(ids, types, targets, list(qids))
 
 
 def encode(tokenizer: Any, examples: Sequence[Examples], split: str, relevant_index: int, max_length: int) -> Encoded:
     """The `split` ("pairs" or "validation") of every source, tokenised; qids are `source<TAB>qid`."""
     pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
     targets = torch.tensor([relevant_index if p.label else 1 - relevant_index for _, p in pairs], dtype=torch.long)
-    return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.docid] for ex, p in pairs],
+    return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.doc_id] for ex, p in pairs],
                         targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs])
 
 
 def collate(encoded: Encoded, rows: Sequence[int], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
     """A batch padded to its own longest pair."""
-    width = max(len(encoded.ids[i]) for i in rows)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    token_types = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for row, i in enumerate(rows):
-        length = len(encoded.ids[i])
-        input_ids[row, :length] = torch.tensor(encoded.ids[i])
-        token_types[row, :length] = torch.tensor(encoded.types[i])
-        mask[row, :length] = 1
-    return {"input_ids": input_ids.to(device), "token_type_ids": token_types.to(device), "attention_mask": mask.to(device)}
+    return pad_batch([encoded.ids[i] for i in rows], [encoded.types[i] for i in rows], pad_id, device)
 
 
 def epoch_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator, bucketed: bool) -> list[list[int]]:
@@ -346,7 +331,7 @@ def validate(model: Any, encoded: Encoded, relevant_index: int, pad_id: int, dev
 
 
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
-          config: TrainingConfig = TrainingConfig()) -> Path:
+          config: TrainingConfig = DEFAULT_TRAINING) -> Path:
     """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
 
     A `validation_fraction` of each source's queries is held out; every `eval_every` steps the
@@ -354,8 +339,8 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     the step with the lowest held-out loss. Returns `out_dir`. A complete checkpoint there with the
     same inputs is kept as it is.
     """
-    from transformers import get_linear_schedule_with_warmup
     from tqdm.auto import tqdm
+    from transformers import get_linear_schedule_with_warmup
 
     sources = [sources] if isinstance(sources, Source) else list(sources)
     if not sources:
@@ -461,43 +446,39 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             model.load_state_dict(best["state"])
         model.eval()
 
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    model.save_pretrained(tmp)
-    classifier.tokenizer.save_pretrained(tmp)
-    with open(tmp / LOG_FILE, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(entry) + "\n" for entry in log)
-    with open(tmp / VALIDATION_FILE, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(entry) + "\n" for entry in checks)
-    plot_loss(log, tmp / PLOT_FILE, title=out_dir.name, validation=checks)
-    import transformers
+    # Published with reranker.json last: a checkpoint without it is incomplete.
+    with atomic_dir(out_dir, last=models.META_FILE) as tmp:
+        model.save_pretrained(tmp)
+        classifier.tokenizer.save_pretrained(tmp)
+        write_lines(tmp / LOG_FILE, (json.dumps(entry) for entry in log))
+        write_lines(tmp / VALIDATION_FILE, (json.dumps(entry) for entry in checks))
+        plot_loss(log, tmp / PLOT_FILE, title=out_dir.name, validation=checks)
+        import transformers
 
-    chosen = best.get("entry") if config.select == "best" and best else (checks[-1] if checks else None)
-    meta.update(
-        fingerprint=models.fingerprint(model, head=classifier.head, relevant_index=classifier.relevant_index),
-        device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
-        planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
-        validation=None if chosen is None else {
-            "selected_step": chosen["step"], "loss": chosen["validation_loss"], "mrr": chosen["validation_mrr"],
-            "prior_loss": baseline, "untrained_loss": checks[0]["validation_loss"],
-            "untrained_mrr": checks[0]["validation_mrr"], "last_loss": checks[-1]["validation_loss"],
-            "pairs": len(held_out.ids), "select": config.select},
-        throughput={"pairs_per_second": round(pairs_seen / train_seconds, 2) if train_seconds else None,
-                    "tokens_per_second": round(tokens_seen / train_seconds, 1) if train_seconds else None,
-                    "padding_fraction": round(1 - tokens_seen / padded_seen, 4) if padded_seen else None,
-                    "threads": torch.get_num_threads() if device.type == "cpu" else None},
-        seconds=round(time.perf_counter() - started, 1),
-        versions={"torch": torch.__version__, "transformers": transformers.__version__},
-        complete=True,
-    )
-    models.write_meta(tmp, meta)
-    _publish(tmp, out_dir)
+        chosen = best.get("entry") if config.select == "best" and best else (checks[-1] if checks else None)
+        meta.update(
+            fingerprint=models.fingerprint(model, head=classifier.head, relevant_index=classifier.relevant_index),
+            device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
+            planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
+            validation=None if chosen is None else {
+                "selected_step": chosen["step"], "loss": chosen["validation_loss"], "mrr": chosen["validation_mrr"],
+                "prior_loss": baseline, "untrained_loss": checks[0]["validation_loss"],
+                "untrained_mrr": checks[0]["validation_mrr"], "last_loss": checks[-1]["validation_loss"],
+                "pairs": len(held_out.ids), "select": config.select},
+            throughput={"pairs_per_second": round(pairs_seen / train_seconds, 2) if train_seconds else None,
+                        "tokens_per_second": round(tokens_seen / train_seconds, 1) if train_seconds else None,
+                        "padding_fraction": round(1 - tokens_seen / padded_seen, 4) if padded_seen else None,
+                        "threads": torch.get_num_threads() if device.type == "cpu" else None},
+            seconds=round(time.perf_counter() - started, 1),
+            versions={"torch": torch.__version__, "transformers": transformers.__version__},
+            complete=True,
+        )
+        models.write_meta(tmp, meta)
     return out_dir
 
 
 def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike,
-                config: TrainingConfig = TrainingConfig()) -> Path:
+                config: TrainingConfig = DEFAULT_TRAINING) -> Path:
     """Fine-tune on each source in turn, each stage starting from the previous one's weights.
 
     Stage i < n is kept in `out_dir/stage-i-<name>`; the last stage is `out_dir` itself.
@@ -518,23 +499,6 @@ def _check_query_lengths(tokenizer: Any, source: Source, example: Examples, max_
         if length + MIN_TEXT_TOKENS > max_length:
             raise ValueError(f"{source.topics}: query {qid} takes {length} tokens, which leaves less than "
                              f"{MIN_TEXT_TOKENS} for the text within max_length {max_length}; raise max_length")
-
-
-def _publish(tmp: Path, out_dir: Path) -> None:
-    """Move a finished checkpoint into place, its reranker.json last (the mark of completeness).
-
-    An existing `out_dir` may hold a chain's stage directories, so it is updated file by file.
-    """
-    if not out_dir.exists():
-        os.replace(tmp, out_dir)
-        return
-    (out_dir / models.META_FILE).unlink(missing_ok=True)
-    for stale in out_dir.iterdir():
-        if stale.is_file() and not (tmp / stale.name).exists():
-            stale.unlink()
-    for item in sorted(tmp.iterdir(), key=lambda path: path.name == models.META_FILE):
-        os.replace(item, out_dir / item.name)
-    tmp.rmdir()
 
 
 def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "",
@@ -627,37 +591,40 @@ def main(argv: list[str] | None = None) -> int:
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
-    settings: dict[str, Any] = {}
-    base = args.base
-    if args.config or args.checkpoint:
-        from reranker.config import checkpoint_config, collection_config, load_config
+    from reranker.config import collection_config, defaults, load_config, training_config
+
+    flags = {field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values() if getattr(args, field) is not None}
+    if args.bucketed is not None:
+        flags["bucketed"] = args.bucketed
+    if args.config or args.checkpoint:  # settings from the configuration alone
+        if not args.checkpoint or args.base or flags or args.mix or args.relevant_min_grade is not None:
+            raise SystemExit("with --config, name the --checkpoint and give no --base, --mix or hyper-parameter flags: "
+                             "its settings come from the configuration")
+        from reranker.workflow import Experiment
 
         config = load_config(args.config)
-        settings.update(config.get("training", {}))
-        if args.checkpoint:
-            checkpoint = checkpoint_config(config, args.checkpoint)
-            settings.update(checkpoint.get("training", {}))
-            if base is None:
-                start = checkpoint_config(config, checkpoint["base"])
-                if start["source"] != "hf":
-                    raise SystemExit(f"checkpoint {checkpoint['base']!r} is itself fine-tuned: give its directory as --base")
-                base = start["model"]
-                settings.setdefault("num_layers", start.get("num_layers"))
-        grades = {s.name: collection_config(config, s.name).get("relevant_min_grade", 1)
-                  for s in sources if s.name in config.get("collections", {})}
+        experiment = Experiment(config)
+        checkpoint = experiment.checkpoint(args.checkpoint)
+        start = experiment.checkpoint(checkpoint["base"])
+        base, mix = experiment.checkpoint_ref(checkpoint["base"]), checkpoint["mix"]
+        settings = training_config(config, args.checkpoint)
+        if start["source"] == "hf":  # a fetched base: its declared head and layer slice
+            settings["head"] = settings["head"] or start.get("head")
+            settings["num_layers"] = settings["num_layers"] or start.get("num_layers")
+        grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
+                  for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-    if base is None:
-        raise SystemExit("give --base (or --config with --checkpoint)")
-    if args.relevant_min_grade is not None:
-        sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
-    settings.update({field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values()
-                     if getattr(args, field) is not None})
-    if args.bucketed is not None:
-        settings["bucketed"] = args.bucketed
+    else:  # settings from flags alone, over the schema's defaults
+        if args.base is None:
+            raise SystemExit("give --base (or --config with --checkpoint)")
+        base, mix, settings = args.base, args.mix, {**defaults()["training"], **flags}
+        if args.relevant_min_grade is not None:
+            sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
+    settings.pop("gpus", None)  # a scheduler resource, not a training setting
     torch.set_num_threads(args.threads or hardware.cpu_threads())
 
     config = TrainingConfig.from_mapping(settings)
-    out = train(base, sources, args.out, config) if args.mix else train_chain(base, sources, args.out, config)
+    out = train(base, sources, args.out, config) if mix else train_chain(base, sources, args.out, config)
     meta = models.read_meta(out)
     chosen = meta.get("validation") or {}
     print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}"

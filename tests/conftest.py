@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ _default("IR_DATASETS_MIRROR", SHARED / "ir_datasets")
 _default("HF_HOME", SHARED / "hf_home")
 _default("BIRCH_DATA", SHARED / "data")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Rules call `python`: the interpreter running the tests (the suite's venv) must come first.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OPENAI_API_KEY", "not-used-by-birch-repro")
 if not os.environ.get("IR_DATASETS_HOME"):

@@ -9,22 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from reranker import trec
 from reranker.collections import (
     DocumentsUnavailableError,
     collection_from_entry,
     collection_stats,
     export_collection,
     load_collection,
-    load_folds,
     main,
-    read_folds,
-    seeded_folds,
-    strip_markup,
-    write_folds,
 )
 from reranker.config import ConfigError, load_config
-from reranker.trec import FormatError
+from reranker.formats.docs import strip_markup
+from reranker.formats.errors import FormatError
+from reranker.formats.folds import load_folds, read_folds, seeded_folds, write_folds
+from reranker.formats.qrels import read_qrels
+from reranker.formats.topics import read_topics_tsv
 
 # Counts from ../shared/README.md (the data's provenance notes), not from this code.
 EXPECTED = {
@@ -54,7 +52,7 @@ def test_counts_and_ids(config, collection_id):
     queries, qrels = collection.queries(), collection.qrels()
     # Ids normalised alike in docs, queries and qrels (CACM's qrels say `01` for `.I 1`).
     assert set(qrels) <= set(queries)
-    assert {docid for judged in qrels.values() for docid in judged} <= set(doc_ids)
+    assert {doc_id for judged in qrels.values() for doc_id in judged} <= set(doc_ids)
     assert all(text.strip() for text in queries.values())
     assert 0 < stats["mean_relevant_per_query"] and 0 < stats["mean_doc_length_words"]
 
@@ -177,7 +175,7 @@ def test_robust04_run_only(config, tmp_path):
     stats = export_collection(robust04, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.txt", "stats.json", "topics.tsv"]
     assert "docs" not in stats and stats["queries"] == 250
-    assert trec.read_qrels(tmp_path / "qrels.txt") == qrels
+    assert read_qrels(tmp_path / "qrels.txt") == qrels
 
 
 def test_missing_licensed_documents_are_explained(config):
@@ -197,8 +195,8 @@ def test_export_files_and_idempotence(config, tmp_path):
     records = [json.loads(line) for line in files["docs.jsonl"].decode().splitlines()]
     assert len(records) == stats["docs"] == 3204
     assert set(records[0]) == {"id", "title", "text"}
-    assert trec.read_topics_tsv(tmp_path / "topics.tsv") == cacm.queries()
-    assert trec.read_qrels(tmp_path / "qrels.txt") == cacm.qrels()
+    assert read_topics_tsv(tmp_path / "topics.tsv") == cacm.queries()
+    assert read_qrels(tmp_path / "qrels.txt") == cacm.qrels()
     assert json.loads(files["stats.json"]) == stats == collection_stats(cacm)
 
     export_collection(load_collection("cacm", config), tmp_path)
@@ -264,7 +262,9 @@ def test_cli(config, tmp_path, capsys):
     assert [line.split("\t")[0] for line in listed] == list(config["collections"])
 
     out = tmp_path / "cacm.folds.json"
-    assert main(["folds", "--collection", "cacm", "--out", str(out), "--k", "4"]) == 0
+    layer = tmp_path / "four.yaml"  # settings come from a config layered over the default
+    layer.write_text("birch: {folds: {k: 4}}\n")
+    assert main(["folds", "--config", str(layer), "--collection", "cacm", "--out", str(out)]) == 0
     folds = read_folds(out)
     assert len(folds) == 4
     _assert_partition(folds, load_collection("cacm", config).judged_qids())

@@ -1,7 +1,7 @@
 """Birch fusion and aggregation: vectorised AP and cross-validation against brute-force ir_measures.
 
 Inputs are seeded random runs, unit scores and qrels rounded to one decimal, so that first-stage
-scores, unit scores and fused scores tie and the docid tie-break matters.
+scores, unit scores and fused scores tie and the doc_id tie-break matters.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from ir_measures import AP
 
 from reranker import fuse
 from reranker.collections import load_collection
-from reranker.trec import FormatError, read_qrels, read_run, sorted_docs
+from reranker.formats.errors import FormatError
+from reranker.formats.folds import read_folds
+from reranker.formats.qrels import read_qrels
+from reranker.formats.runs import read_run, sorted_docs
+from reranker.formats.unit_scores import read_unit_scores
 
 STEP = 0.5  # a coarse grid keeps the brute-force ir_measures search fast
 FOLDS = {"f1": ["1", "2", "3", "4"], "f2": ["5", "6", "7", "8"], "f3": ["9", "10", "11", "12", "13"]}
@@ -28,13 +32,13 @@ def synthetic(seed: int = 0, queries: int = 13, depth: int = 40, k: int = 20):
     run, units, qrels = {}, {}, {}
     for q in range(1, queries + 1):
         qid = str(q)
-        docids = [f"d{d:03d}" for d in rng.choice(200, depth, replace=False)]
-        judged = rng.choice(docids + ["missed1", "missed2"], 15, replace=False).tolist()
+        doc_ids = [f"d{d:03d}" for d in rng.choice(200, depth, replace=False)]
+        judged = rng.choice(doc_ids + ["missed1", "missed2"], 15, replace=False).tolist()
         grades = rng.choice([-1, 0, 0, 1, 2], len(judged)) if qid != "13" else np.zeros(len(judged), dtype=int)
         relevant = {d for d, g in zip(judged, grades) if g >= 1}
         # Both stages carry some signal, so that folds choose different parameters.
-        run[qid] = {d: round(rng.uniform(5, 8) + 0.5 * (d in relevant), 1) for d in docids}
-        top = [docid for docid, _ in sorted_docs(run[qid])[:k]]
+        run[qid] = {d: round(rng.uniform(5, 8) + 0.5 * (d in relevant), 1) for d in doc_ids}
+        top = [doc_id for doc_id, _ in sorted_docs(run[qid])[:k]]
         units[qid] = {d: np.round(rng.normal(0, 1, rng.integers(1, 6)) + 0.8 * (d in relevant), 1).tolist() for d in top}
         if qid != "12":
             qrels[qid] = dict(zip(judged, grades.tolist()))
@@ -159,10 +163,10 @@ def test_short_documents_follow_the_documented_handling():
     fills = {"birch": lambda scores: 0.0, "repeat_min": lambda scores: min(scores) if scores else 0.0}
     for mode, fill in fills.items():
         candidates = fuse.birch_candidates(run, units, 3, short_docs=mode)
-        assert candidates["q"].docids == ["long", "one", "two", "none"] and candidates["q"].tail == ["tail"]
+        assert candidates["q"].doc_ids == ["long", "one", "two", "none"] and candidates["q"].tail == ["tail"]
         fused = fuse.fuse(run, candidates, (a, w2, w3), 3)["q"]
-        for docid, scores in units["q"].items():
-            assert fused[docid] == pytest.approx(birch_formula(run["q"][docid], scores, fill), abs=1e-12), (mode, docid)
+        for doc_id, scores in units["q"].items():
+            assert fused[doc_id] == pytest.approx(birch_formula(run["q"][doc_id], scores, fill), abs=1e-12), (mode, doc_id)
         assert fused["tail"] < min(fused[d] for d in units["q"])
 
 
@@ -209,21 +213,23 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data):
     paths = {name: tmp_path / name for name in ("run.txt", "scores.tsv", "qrels.txt", "folds.json")}
     with open(paths["run.txt"], "w") as f:
         for qid, docs in run.items():
-            for rank, (docid, score) in enumerate(sorted_docs(docs), start=1):
-                f.write(f"{qid} Q0 {docid} {rank} {score} bm25\n")
+            for rank, (doc_id, score) in enumerate(sorted_docs(docs), start=1):
+                f.write(f"{qid} Q0 {doc_id} {rank} {score} bm25\n")
     with open(paths["scores.tsv"], "w") as f:
         f.write("qid\tdoc_id\tunit\tscore\n")
         for qid, docs in units.items():
-            for docid, scores in docs.items():
-                f.writelines(f"{qid}\t{docid}\t{docid}_{i}\t{s}\n" for i, s in reversed(list(enumerate(scores))))
+            for doc_id, scores in docs.items():
+                f.writelines(f"{qid}\t{doc_id}\t{doc_id}_{i}\t{s}\n" for i, s in reversed(list(enumerate(scores))))
     with open(paths["qrels.txt"], "w") as f:
-        f.writelines(f"{qid} 0 {docid} {grade}\n" for qid, docs in qrels.items() for docid, grade in docs.items())
+        f.writelines(f"{qid} 0 {doc_id} {grade}\n" for qid, docs in qrels.items() for doc_id, grade in docs.items())
     paths["folds.json"].write_text(json.dumps(FOLDS))
 
     out, params_out = tmp_path / "birch.run", tmp_path / "birch.json"
+    step_config = tmp_path / "step.yaml"  # settings come from a config layered over the default
+    step_config.write_text(f"birch: {{fusion: {{alpha_step: {STEP}, weight_step: {STEP}}}}}\n")
     assert fuse.main(["birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
                       "--qrels", str(paths["qrels.txt"]), "--folds", str(paths["folds.json"]), "--top-n", "2",
-                      "--step", str(STEP), "--out", str(out), "--params-out", str(params_out)]) == 0
+                      "--config", str(step_config), "--out", str(out), "--params-out", str(params_out)]) == 0
     params = json.loads(params_out.read_text())
     assert params["short_docs"] == "birch" and "add 0" in params["short_docs_handling"]
     assert [f["fold"] for f in params["folds"]] == list(FOLDS)
@@ -243,16 +249,16 @@ def test_bad_inputs_name_the_file_and_line(tmp_path):
     bad = tmp_path / "scores.tsv"
     bad.write_text("1\td1\t0\t0.5\n1\td1\t1\tnot-a-number\n")
     with pytest.raises(FormatError, match=r"scores.tsv:2: score must be a number"):
-        fuse.read_unit_scores(bad)
+        read_unit_scores(bad)
     bad.write_text("1\td1\t0\t0.5\n1\td1\t0\t0.7\n")
     with pytest.raises(FormatError, match=r"scores.tsv:2: unit '0' of document d1 appears twice"):
-        fuse.read_unit_scores(bad)
+        read_unit_scores(bad)
     with pytest.raises(ValueError, match="not in the first-stage run"):
         fuse.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
     folds = tmp_path / "folds.json"
     folds.write_text(json.dumps({"a": ["1", "2"], "b": ["2"]}))
     with pytest.raises(FormatError, match="query 2 is a test query of folds a and b"):
-        fuse.read_folds(folds)
+        read_folds(folds)
 
 
 def test_without_unit_scores_cross_validation_keeps_birchs_robust04_run(birch_data):

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.files import file_sha256
 from reranker import index, retrieve
-from reranker.config import CONFIG_DIR
+from reranker.config import load_config
+from reranker.formats.errors import FormatError
+from reranker.formats.runs import read_run_lines, write_run
+from reranker.formats.text import file_sha256
+from reranker.formats.topics import write_topics_tsv
 from reranker.retrieve import RetrievalParams
-from reranker.trec import FormatError, read_run_lines, write_run, write_topics_tsv
 
 QUERIES = 30  # Cranfield queries searched; the index holds all 1400 documents
 
@@ -29,8 +31,8 @@ def cranfield(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("cranfield")
     docs = {doc.doc_id: doc.text for doc in dataset.docs_iter()}  # Cranfield's text starts with its title
     with open(root / "docs.jsonl", "w", encoding="utf-8") as f:
-        for docid, text in docs.items():
-            f.write(json.dumps({"id": docid, "title": "", "text": text}) + "\n")
+        for doc_id, text in docs.items():
+            f.write(json.dumps({"id": doc_id, "title": "", "text": text}) + "\n")
     topics = {q.query_id: q.text for q in dataset.queries_iter()}
     topics = {qid: topics[qid] for qid in list(topics)[:QUERIES]}
     write_topics_tsv(topics, root / "topics.tsv")
@@ -66,11 +68,11 @@ def test_index_holds_every_document_with_positions_vectors_and_raw_text(cranfiel
 
     reader = LuceneIndexReader(str(cranfield["index"]))
     assert reader.stats()["documents"] == record["documents"]
-    docid = next(d for d, text in docs.items() if text.strip())
-    assert json.loads(reader.doc_raw(docid)) == {"id": docid, "contents": docs[docid]}
-    vector = reader.get_document_vector(docid)
-    assert vector == dict(Counter(reader.analyze(docs[docid])))  # Porter-stemmed, stopwords removed
-    positions = reader.get_term_positions(docid)
+    doc_id = next(d for d, text in docs.items() if text.strip())
+    assert json.loads(reader.doc_raw(doc_id)) == {"id": doc_id, "contents": docs[doc_id]}
+    vector = reader.get_document_vector(doc_id)
+    assert vector == dict(Counter(reader.analyze(docs[doc_id])))  # Porter-stemmed, stopwords removed
+    positions = reader.get_term_positions(doc_id)
     assert {term: len(at) for term, at in positions.items()} == vector
 
 
@@ -114,9 +116,11 @@ def test_missing_inputs_say_what_is_missing(tmp_path):
 @pytest.mark.slow
 def test_bm25_run_is_deterministic_depth_limited_and_strictly_ranked(cranfield, tmp_path, capsys):
     runs = [tmp_path / "a.run", tmp_path / "b.run"]
+    experiment = tmp_path / "depth.yaml"  # settings come from a config layered over the default
+    experiment.write_text("retrieval: {depth: 50}\n")
     for run in runs:
         argv = ["--index", str(cranfield["index"]), "--topics", str(cranfield["root"] / "topics.tsv"),
-                "--model", "bm25", "--out", str(run), "--depth", "50"]
+                "--model", "bm25", "--out", str(run), "--config", str(experiment)]
         assert retrieve.main(argv) == 0
     assert f"{QUERIES} queries, 50.0 docs/query" in capsys.readouterr().out
     assert runs[0].read_bytes() == runs[1].read_bytes()
@@ -172,16 +176,16 @@ def test_each_fold_is_searched_with_its_own_parameters(cranfield):
 
 @pytest.mark.slow
 def test_cli_takes_per_fold_parameters_from_the_config(cranfield, tmp_path):
-    config = yaml.safe_load((CONFIG_DIR / "config.yaml").read_text())
-    config["retrieval"]["overrides"] = {"cranfield": {"bm25": {"b": 0.6, "folds": {"a": {"k1": 1.6}}}}}
-    experiment = tmp_path / "experiment.yaml"
-    experiment.write_text(yaml.safe_dump(config))
+    layer = {"retrieval": {"depth": 20, "overrides": {"cranfield": {"bm25": {"b": 0.6, "folds": {"a": {"k1": 1.6}}}}}}}
+    experiment = tmp_path / "experiment.yaml"  # one layer over the default is enough
+    experiment.write_text(yaml.safe_dump(layer))
+    config = load_config(experiment)
     qids = list(cranfield["topics"])
     folds = tmp_path / "folds.json"
     folds.write_text(json.dumps({"a": qids[:3], "b": qids[3:6]}))
     out = tmp_path / "run"
     argv = ["--index", str(cranfield["index"]), "--topics", str(cranfield["root"] / "topics.tsv"), "--model", "bm25",
-            "--out", str(out), "--depth", "20", "--config", str(experiment), "--collection", "cranfield"]
+            "--out", str(out), "--config", str(experiment), "--collection", "cranfield"]
     assert retrieve.main(argv + ["--folds", str(folds)]) == 0
 
     default = RetrievalParams("bm25", k1=0.9, b=0.6)

@@ -14,13 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
+from test_segment import cranfield_inputs
 
 from reranker import hardware
 from reranker import score as sc
 from reranker import segment as seg
+from reranker.formats.errors import FormatError
+from reranker.formats.runs import read_run
+from reranker.formats.segments import read_segments
+from reranker.formats.text import meta_path
+from reranker.formats.topics import read_topics_tsv
 from reranker.models import load_classifier
-from reranker.trec import read_run, read_topics_tsv
-from test_segment import cranfield_inputs
+from reranker.workflow import PATTERNS
 
 CANDIDATES = 10
 
@@ -36,15 +42,24 @@ def inputs(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def pairs(inputs) -> list[sc.Pair]:
+def pairs(inputs) -> list[sc.UnitPair]:
     return sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]),
-                         sc.read_segments(inputs["segments"]), CANDIDATES)
+                         read_segments(inputs["segments"]), CANDIDATES)
 
 
-def cli_args(inputs: dict[str, Path], checkpoint: Path, out: Path, cache: Path, *extra: str) -> list[str]:
-    return ["--checkpoint", str(checkpoint), "--segments", str(inputs["segments"]), "--run", str(inputs["run"]),
-            "--topics", str(inputs["topics"]), "--candidates", str(CANDIDATES), "--out", str(out),
-            "--cache", str(cache), *extra]
+def cli_args(inputs: dict[str, Path], checkpoint: Path, out: Path, run_dir: Path, *extra: str,
+             batch_size: int = 64) -> list[str]:
+    """The score CLI's arguments; its settings come from a config layered over the default."""
+    layer = {"run_dir": str(run_dir), "checkpoints": {"tiny": {"source": "hf", "model": str(checkpoint)}},
+             "segment": {"candidates": CANDIDATES}, "score": {"batch_size": batch_size}}
+    config = run_dir.with_name(run_dir.name + ".yaml")
+    config.write_text(yaml.safe_dump(layer))
+    return ["--config", str(config), "--checkpoint", "tiny", "--segments", str(inputs["segments"]),
+            "--run", str(inputs["run"]), "--topics", str(inputs["topics"]), "--out", str(out), *extra]
+
+
+def cache_file(run_dir: Path) -> Path:
+    return run_dir / PATTERNS["score_cache"] / "scores.sqlite"
 
 
 @pytest.mark.parametrize("head, kind", [("sequence_classification", "logit"), ("sequence_classification", "log_prob"),
@@ -70,8 +85,7 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     shard_size = 32
     assert len(pairs) > 6 * shard_size  # several shards remain when the first lands
     resumed, uninterrupted = tmp_path / "resumed.tsv", tmp_path / "uninterrupted.tsv"
-    args = cli_args(inputs, tiny_model_dir, resumed, tmp_path / "cache-a", "--shard-size", str(shard_size),
-                    "--batch-size", "4")
+    args = cli_args(inputs, tiny_model_dir, resumed, tmp_path / "run-a", "--shard-size", str(shard_size), batch_size=4)
     process = subprocess.Popen([sys.executable, "-m", "reranker", "score", *args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first_shard = sc.shard_dir(resumed) / "shard-00000.tsv"
@@ -83,12 +97,12 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     assert first_shard.exists() and not resumed.exists(), "the run finished or failed before it could be killed"
 
     assert sc.main(args) == 0
-    meta = json.loads(sc.meta_path(resumed).read_text())
+    meta = json.loads(meta_path(resumed).read_text())
     assert meta["shards_resumed"] >= 1 and meta["shards"] == -(-len(pairs) // shard_size)
     assert not sc.shard_dir(resumed).exists()
 
-    assert sc.main(cli_args(inputs, tiny_model_dir, uninterrupted, tmp_path / "cache-b",
-                            "--shard-size", str(shard_size), "--batch-size", "4")) == 0
+    assert sc.main(cli_args(inputs, tiny_model_dir, uninterrupted, tmp_path / "run-b",
+                            "--shard-size", str(shard_size), batch_size=4)) == 0
     assert resumed.read_bytes() == uninterrupted.read_bytes()
     rows = uninterrupted.read_text().splitlines()
     assert [tuple(r.split("\t")[:3]) for r in rows] == [(p.qid, p.doc_id, str(p.unit)) for p in pairs]
@@ -122,17 +136,17 @@ def test_cache_is_reused_and_keyed_by_model_and_kind(inputs, pairs, tiny_model_d
 
 
 def test_two_processes_share_one_cache(inputs, pairs, tiny_model_dir, tmp_path):
-    cache = tmp_path / "shared-cache"
+    run_dir = tmp_path / "shared-run"
     outs = [tmp_path / "one.tsv", tmp_path / "two.tsv"]
     processes = [subprocess.Popen([sys.executable, "-m", "reranker", "score",
-                                   *cli_args(inputs, tiny_model_dir, out, cache, "--shard-size", "50")],
+                                   *cli_args(inputs, tiny_model_dir, out, run_dir, "--shard-size", "50")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for out in outs]
     for process in processes:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
     one, two = ([float(line.split("\t")[3]) for line in out.read_text().splitlines()] for out in outs)
     assert np.allclose(one, two, rtol=0, atol=1e-6)
-    with sqlite3.connect(cache / "scores.sqlite") as db:
+    with sqlite3.connect(cache_file(run_dir)) as db:
         assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == len({(p.query, p.text) for p in pairs})
 
 
@@ -154,8 +168,8 @@ def test_malformed_segments_name_the_file_and_line(inputs, tiny_model_dir, tmp_p
 
 
 def test_run_documents_without_segments_are_an_error(inputs):
-    segments = sc.read_segments(inputs["segments"])
-    with pytest.raises(sc.FormatError, match=r"no segments for document \S+ \(query \d+, rank 11\)"):
+    segments = read_segments(inputs["segments"])
+    with pytest.raises(FormatError, match=r"no segments for document \S+ \(query \d+, rank 11\)"):
         sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]), segments, CANDIDATES + 1,
                       inputs["segments"])
 

@@ -8,9 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reranker import segment as seg
-from reranker.trec import read_run, sorted_docs, write_run, write_topics_tsv
+from reranker.formats.errors import FormatError
+from reranker.formats.runs import read_run, sorted_docs, top_k_docs, write_run
+from reranker.formats.text import meta_path
+from reranker.formats.topics import write_topics_tsv
 
 QUERIES = 3
 DEPTH = 20
@@ -64,14 +68,14 @@ def test_sentences_are_deterministic_sorted_and_described(inputs, tiny_model_dir
                     tokenizer=str(tiny_model_dir), max_length=128)
     assert first.read_bytes() == second.read_bytes()
     units = read_units(first)
-    expected_docs = {doc for docs in seg.top_k_docs(read_run(inputs["run"]), 10).values() for doc in docs}
+    expected_docs = {doc for docs in top_k_docs(read_run(inputs["run"]), 10).values() for doc in docs}
     assert {u["doc_id"] for u in units} == expected_docs
     keys = [(u["doc_id"], u["unit"]) for u in units]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert all(u["text"] for u in units)
     assert len(units) > 3 * len(expected_docs)  # split into sentences, not kept whole
 
-    meta = json.loads(seg.meta_path(first).read_text())
+    meta = json.loads(meta_path(first).read_text())
     assert meta["splitter"] == {"name": "pysbd", "version": pysbd.__version__, "language": "en"}
     assert meta["candidates"] == 10 and meta["max_length"] == 128 and meta["units"] == len(units)
     assert meta["tokenizer"] == str(tiny_model_dir)
@@ -130,10 +134,13 @@ def test_passages_overlap_and_carry_the_title(inputs, tmp_path):
 
 def test_cli_writes_units_and_names_bad_lines(inputs, tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "cli.jsonl"
+    layer = tmp_path / "layer.yaml"  # settings (K, and the tokenizer of the first Birch checkpoint) from a config layer
+    layer.write_text(yaml.safe_dump({"checkpoints": {"tiny": {"source": "hf", "model": str(tiny_model_dir)}},
+                                     "birch": {"checkpoints": ["tiny"]}, "segment": {"candidates": 3}}))
     args = ["--docs", str(inputs["docs"]), "--run", str(inputs["run"]), "--topics", str(inputs["topics"]),
-            "--candidates", "3", "--tokenizer", str(tiny_model_dir), "--out", str(out)]
+            "--config", str(layer), "--out", str(out)]
     assert seg.main(args) == 0
-    top3 = {doc for docs in seg.top_k_docs(read_run(inputs["run"]), 3).values() for doc in docs}
+    top3 = {doc for docs in top_k_docs(read_run(inputs["run"]), 3).values() for doc in docs}
     assert {u["doc_id"] for u in read_units(out)} == top3
 
     broken = tmp_path / "broken.jsonl"
@@ -150,7 +157,7 @@ def test_run_documents_missing_from_the_docs_file_are_an_error(inputs, tmp_path)
     partial = tmp_path / "partial.jsonl"
     partial.write_text("".join(line + "\n" for line in inputs["docs"].read_text().splitlines()
                                if json.loads(line)["id"] != top_doc))
-    with pytest.raises(seg.FormatError, match=f"not in the docs file.*'{top_doc}'"):
+    with pytest.raises(FormatError, match=f"not in the docs file.*'{top_doc}'"):
         seg.segment(partial, inputs["run"], inputs["topics"], tmp_path / "x.jsonl", unit="passages", candidates=3)
 
 

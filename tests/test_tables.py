@@ -9,8 +9,11 @@ import pytest
 from scipy import stats
 
 from reranker import tables
-from reranker.evaluate import evaluate, paired_ttest
-from reranker.trec import write_run
+from reranker.evaluate import evaluate
+from reranker.formats.runs import write_run
+from reranker.significance import paired_ttest
+
+MEASURES = ["AP@1000", "P@20", "nDCG@20"]
 
 
 def runs_and_qrels(seed: int = 7, queries: int = 30):
@@ -89,7 +92,7 @@ def test_command_line_table_figure_and_numbers(tmp_path):
     for name, run in (("BM25+RM3", base), ("Birch 1S", better)):
         write_run(run, tmp_path / f"{name}.run", tag="t")
         path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(evaluate(run, qrels).to_json()))
+        path.write_text(json.dumps(evaluate(run, qrels, MEASURES).to_json()))
         specs.append(f"synthetic:{name}:{path}")
     out = tmp_path / "tables" / "main"
     assert tables.main(["results", "--eval", *specs, "--baseline-row", "BM25+RM3", "--formats", "md", "csv", "tex",
@@ -97,7 +100,7 @@ def test_command_line_table_figure_and_numbers(tmp_path):
                         "--numbers", str(tmp_path / "numbers.json"), "--command", "pytest"]) == 0
     stored = json.loads((tmp_path / "numbers.json").read_text())
     assert stored["provenance"]["command"] == "pytest"
-    assert stored["numbers"]["synthetic"]["Birch 1S"]["AP@1000"] == pytest.approx(evaluate(better, qrels).aggregate["AP@1000"])
+    assert stored["numbers"]["synthetic"]["Birch 1S"]["AP@1000"] == pytest.approx(evaluate(better, qrels, MEASURES).aggregate["AP@1000"])
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
     assert "Birch 1S" in out.with_suffix(".md").read_text()
 

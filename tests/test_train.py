@@ -10,9 +10,26 @@ import pytest
 import torch
 
 from reranker import models
-from reranker.train import (LOG_FILE, PLOT_FILE, VALIDATION_FILE, Source, TrainingConfig, build_pairs, epoch_batches,
-                            load_source, main, prior_loss, read_qids, train, train_chain, validation_queries)
-from reranker.trec import qid_order, read_qrels, read_run, read_topics_tsv, write_qrels, write_run, write_topics_tsv
+from reranker.formats.ids import qid_order
+from reranker.formats.qrels import read_qrels, write_qrels
+from reranker.formats.runs import read_run, write_run
+from reranker.formats.topics import read_topics_tsv, write_topics_tsv
+from reranker.train import (
+    LOG_FILE,
+    PLOT_FILE,
+    VALIDATION_FILE,
+    Source,
+    TrainingConfig,
+    build_pairs,
+    epoch_batches,
+    load_source,
+    main,
+    prior_loss,
+    read_qids,
+    train,
+    train_chain,
+    validation_queries,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -91,8 +108,8 @@ def test_pairs_are_judged_positives_and_sampled_bm25_negatives(scifact):
     for qid, query_pairs in by_query.items():
         relevant = {d for d, g in qrels[qid].items() if g >= 1}
         top = [d for d, _ in sorted(run[qid].items(), key=lambda x: (x[1], x[0]), reverse=True)[:10]]
-        negatives = [p.docid for p in query_pairs if p.label == 0]
-        assert {p.docid for p in query_pairs if p.label == 1} == relevant
+        negatives = [p.doc_id for p in query_pairs if p.label == 0]
+        assert {p.doc_id for p in query_pairs if p.label == 1} == relevant
         assert set(negatives) <= set(top) - relevant and len(set(negatives)) == len(negatives)
         assert len(negatives) == min(3 * len(relevant), len(set(top) - relevant))
 
@@ -122,7 +139,7 @@ def rank_quality(classifier: models.Classifier, source: Source, qids: list[str])
     with torch.inference_mode():
         for start in range(0, len(pairs), 64):
             batch = pairs[start:start + 64]
-            encoded = classifier.tokenizer([topics[p.qid] for p in batch], [docs[p.docid] for p in batch], padding=True,
+            encoded = classifier.tokenizer([topics[p.qid] for p in batch], [docs[p.doc_id] for p in batch], padding=True,
                                            truncation="only_second", max_length=MAX_LENGTH, return_tensors="pt")
             scores += models.logits_of(classifier, encoded)[:, classifier.relevant_index].tolist()
     negatives: dict[str, list[float]] = {}

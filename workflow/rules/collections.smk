@@ -1,15 +1,34 @@
 rule export_collection:
     """Docs (JSONL), topics (TSV), qrels (TREC) and statistics of one collection."""
     output:
-        docs=f"{WORK}/collections/{{collection}}/docs.jsonl",
-        topics=f"{WORK}/collections/{{collection}}/topics.tsv",
-        qrels=f"{WORK}/collections/{{collection}}/qrels.txt",
-        stats=f"{WORK}/collections/{{collection}}/stats.json",
-    params:
-        id=lambda w: SLUG_TO_ID[w.collection],
-        out=lambda w: f"{WORK}/collections/{w.collection}",
+        docs=P("docs"),
+        topics=P("topics"),
+        qrels=P("qrels"),
+        stats=P("stats"),
     log:
-        f"{WORK}/logs/export/{{collection}}.log",
+        P("log", stage="export", name="{collection}"),
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("collections", collection=w.collection),
+        id=collection_id,
+        out=lambda w, output: os.path.dirname(output.docs),
     shell:
-        "{PY} -m reranker collections export --collection {params.id} --config {RESOLVED_CONFIG}"
-        " --out {params.out} 2> {log}"
+        "python -m reranker collections export --config {params.config} --collection {params.id}" " --out {params.out} 2> {log}"
+
+
+rule folds:
+    """The collection's own folds where it has them (Cranfield, Robust04), else a seeded split."""
+    output:
+        P("work_folds"),
+    log:
+        P("log", stage="folds", name="{collection}"),
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("collections", collection=w.collection),
+        id=collection_id,
+    shell:
+        "python -m reranker collections folds --config {params.config} --collection {params.id}" " --out {output} 2> {log}"

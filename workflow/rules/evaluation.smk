@@ -2,28 +2,40 @@ ruleorder: evaluate_provided_run > evaluate
 
 
 rule evaluate:
-    """AP@1000, P@20, nDCG@20 (+ the collection's own measures), aggregate and per query."""
+    """The configured measures (+ the collection's own), aggregate and per query."""
     input:
-        run=f"{WORK}/runs/{{collection}}/{{run}}.run",
-        qrels=f"{WORK}/collections/{{collection}}/qrels.txt",
+        run=P("trec_run"),
+        qrels=P("qrels"),
     output:
-        f"{WORK}/eval/{{collection}}/{{run}}.json",
+        P("eval"),
+    log:
+        P("log", stage="evaluate", name="{collection}.{run}"),
+    conda:
+        ENV
     params:
-        measures=lambda w: " ".join(measures_for(w.collection)),
+        config=CONFIG_FILE,
+        settings=lambda w: settings("evaluate", collection=w.collection),
+        id=collection_id,
     shell:
-        "{PY} -m reranker evaluate --run {input.run} --qrels {input.qrels} --measures {params.measures}"
-        " --out {output} > /dev/null"
+        "python -m reranker evaluate --config {params.config} --collection {params.id} --run {input.run}"
+        " --qrels {input.qrels} --out {output} > {log}"
 
 
 rule evaluate_provided_run:
     """A run that comes with a (run-only) collection, e.g. Birch's own Robust04 BM25+RM3 run."""
     input:
-        run=lambda w: collection_entry(w.collection)["run"],
-        qrels=lambda w: collection_entry(w.collection)["qrels"],
+        run=lambda w: EXP.collection(w.collection)["run"],
+        qrels=lambda w: EXP.collection(w.collection)["qrels"],
     output:
-        f"{WORK}/eval/{{collection}}/provided.json",
+        P("eval", run="provided"),
+    log:
+        P("log", stage="evaluate", name="{collection}.provided"),
+    conda:
+        ENV
     params:
-        measures=lambda w: " ".join(measures_for(w.collection)),
+        config=CONFIG_FILE,
+        settings=lambda w: settings("evaluate", collection=w.collection),
+        id=collection_id,
     shell:
-        "{PY} -m reranker evaluate --run {input.run} --qrels {input.qrels} --measures {params.measures}"
-        " --out {output} > /dev/null"
+        "python -m reranker evaluate --config {params.config} --collection {params.id} --run {input.run}"
+        " --qrels {input.qrels} --out {output} > {log}"

@@ -1,31 +1,39 @@
 rule index:
     """A Lucene index with positions, docvectors and raw text."""
     input:
-        docs=f"{WORK}/collections/{{collection}}/docs.jsonl",
+        docs=P("docs"),
     output:
-        directory(f"{WORK}/indexes/{{collection}}"),
-    threads: THREADS
+        directory(P("index")),
     log:
-        f"{WORK}/logs/index/{{collection}}.log",
+        P("log", stage="index", name="{collection}"),
+    conda:
+        ENV
+    threads: THREADS
+    params:
+        config=CONFIG_FILE,
+        settings=settings("index"),
     shell:
-        "{PY} -m reranker index --docs {input.docs} --index {output} --threads {threads}"
-        " --heap {JAVA_HEAP} 2> {log}"
+        "python -m reranker index --config {params.config} --docs {input.docs} --index {output}" " --threads {threads} 2> {log}"
 
 
 rule retrieve:
-    """BM25 or BM25+RM3 to depth `retrieval.depth`, parameters (per fold, if set) from the config."""
+    """A first-stage run (BM25, BM25+RM3) to `retrieval.depth`, with per-collection and per-fold parameters."""
     input:
-        index=f"{WORK}/indexes/{{collection}}",
-        topics=f"{WORK}/collections/{{collection}}/topics.tsv",
+        unpack(lambda w: EXP.retrieval_inputs(w.collection, w.model)),
+        index=P("index"),
+        topics=P("topics"),
     output:
-        f"{WORK}/runs/{{collection}}/{{model}}.run",
-    params:
-        id=lambda w: SLUG_TO_ID[w.collection],
-        depth=CFG["retrieval"]["depth"],
-    threads: THREADS
+        P("trec_run", run="{model}"),
     log:
-        f"{WORK}/logs/retrieve/{{collection}}.{{model}}.log",
+        P("log", stage="retrieve", name="{collection}.{model}"),
+    conda:
+        ENV
+    threads: THREADS
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("retrieve", collection=w.collection, model=w.model),
+        id=collection_id,
+        folds=lambda w, input: f"--folds {input.folds}" if "folds" in input.keys() else "",
     shell:
-        "{PY} -m reranker retrieve --index {input.index} --topics {input.topics} --model {wildcards.model}"
-        " --config {RESOLVED_CONFIG} --collection {params.id} --depth {params.depth} --threads {threads}"
-        " --out {output} 2> {log}"
+        "python -m reranker retrieve --config {params.config} --collection {params.id} --model {wildcards.model}"
+        " --index {input.index} --topics {input.topics} {params.folds} --threads {threads} --out {output} 2> {log}"

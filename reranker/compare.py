@@ -1,0 +1,166 @@
+"""Compare a run's numbers with the stored reference, and promote a run to be the new reference.
+
+Every number in the run's `numbers/*.json` is matched with the reference's, within a tolerance per
+kind: numbers made by Lucene alone (first-stage rows, dataset statistics) must match exactly
+(`compare.lucene`), numbers that involve a model within `compare.model`. A table of matches and
+drifts is printed and written; the exit status is 1 when any number drifts beyond its tolerance.
+Numbers only one side has are listed, not failed: a changed configuration adds or drops rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reranker.config import ConfigError, load_config
+from reranker.formats.atomic import write_text
+from reranker.registry import FIRST_STAGES, PROVIDED_RUN_LABEL
+from reranker.workflow import PUBLISHED
+
+LUCENE_TABLES = {"baselines", "dataset_stats"}
+LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()} | {PROVIDED_RUN_LABEL}
+
+
+@dataclass(frozen=True)
+class Difference:
+    table: str
+    key: str
+    kind: str  # lucene | model
+    run: float | None
+    reference: float | None
+    tolerance: float
+
+    @property
+    def status(self) -> str:
+        if self.reference is None:
+            return "new"
+        if self.run is None:
+            return "missing"
+        if math.isnan(self.run) and math.isnan(self.reference):
+            return "match"
+        return "match" if abs(self.run - self.reference) <= self.tolerance else "drift"
+
+
+def leaves(numbers: Mapping, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:
+    for key, value in numbers.items():
+        if isinstance(value, Mapping):
+            yield from leaves(value, prefix + (str(key),))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield prefix + (str(key),), float(value)
+
+
+def kind_of(table: str, key: tuple[str, ...]) -> str:
+    """Lucene alone: the baselines and statistics tables, and first-stage rows of any table."""
+    return "lucene" if table in LUCENE_TABLES or LUCENE_ROWS & set(key) else "model"
+
+
+def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, float]) -> list[Difference]:
+    differences = []
+    names = sorted({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})
+    for table in names:
+        run = _numbers(run_dir / "numbers" / f"{table}.json")
+        ref = _numbers(reference / "numbers" / f"{table}.json")
+        for key in sorted(run.keys() | ref.keys()):
+            kind = kind_of(table, key)
+            differences.append(Difference(table, " / ".join(key), kind, run.get(key), ref.get(key), tolerances[kind]))
+    return differences
+
+
+def _numbers(path: Path) -> dict[tuple[str, ...], float]:
+    if not path.exists():
+        return {}
+    return dict(leaves(json.loads(path.read_text(encoding="utf-8")).get("numbers", {})))  # run.json has none
+
+
+def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
+    """(path, identical | differs | new | missing) for every published table file."""
+    rows = []
+    run_files = {p.relative_to(run_dir) for p in (run_dir / "tables").glob("*") if p.is_file()}
+    ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file()}
+    for rel in sorted(run_files | ref_files):
+        if rel not in ref_files:
+            rows.append((str(rel), "new"))
+        elif rel not in run_files:
+            rows.append((str(rel), "missing"))
+        else:
+            same = (run_dir / rel).read_bytes() == (reference / rel).read_bytes()
+            rows.append((str(rel), "identical" if same else "differs"))
+    return rows
+
+
+def report(differences: list[Difference], files: list[tuple[str, str]], run_dir: Path, reference: Path,
+           tolerances: Mapping[str, float]) -> str:
+    counts = {status: sum(d.status == status for d in differences) for status in ("match", "drift", "new", "missing")}
+    lines = [f"# {run_dir} against {reference}", "",
+             f"{counts['match']} numbers match, {counts['drift']} drift beyond tolerance, "
+             f"{counts['new']} new, {counts['missing']} missing. Tolerances (absolute): "
+             f"Lucene alone {tolerances['lucene']}, with a model {tolerances['model']}.", "",
+             "| table | number | kind | run | reference | difference | status |", "|---|---|---|---:|---:|---:|---|"]
+    for d in differences:
+        if d.status == "match" and d.run == d.reference:
+            continue  # exact matches are counted, not listed
+        diff = f"{d.run - d.reference:+.6f}" if d.run is not None and d.reference is not None else ""
+        lines.append(f"| {d.table} | {d.key} | {d.kind} | {_fmt(d.run)} | {_fmt(d.reference)} | {diff} | {d.status} |")
+    lines += ["", "| table file | bytes |", "|---|---|"] + [f"| {path} | {status} |" for path, status in files]
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def promote(run_dir: Path, reference: Path) -> list[Path]:
+    """Copy a run's published folders over the reference (the run's config goes beside them)."""
+    copied = []
+    for name in PUBLISHED:
+        source = run_dir / name
+        if source.exists():
+            target = reference / name
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(source, target)
+            copied.append(target)
+    return copied
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker compare", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", help="the run's resolved configuration (its run_dir, reference and compare:)")
+    parser.add_argument("--out", help="also write the report here (Markdown)")
+    parser.add_argument("--promote", action="store_true",
+                        help="copy the run's tables, numbers, figures, folds and fusion over the reference")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        print(f"compare: {err}", file=sys.stderr)
+        return 2
+    run_dir, reference = Path(config["run_dir"]), Path(config["reference"])
+    if not (run_dir / "numbers").is_dir():
+        print(f"compare: {run_dir}/numbers does not exist; run the workflow first", file=sys.stderr)
+        return 2
+    if args.promote:
+        for path in promote(run_dir, reference):
+            print(f"promoted {path}")
+        return 0
+    differences = compare_numbers(run_dir, reference, config["compare"])
+    text = report(differences, compare_files(run_dir, reference), run_dir, reference, config["compare"])
+    print(text)
+    drifts = [d for d in differences if d.status == "drift"]
+    if drifts:
+        kept = run_dir / "comparison.drift.md"  # the rule's output is removed on failure; this stays
+        write_text(kept, text)
+        print(f"compare: {len(drifts)} numbers drift beyond tolerance; if the change is intended, "
+              f"promote the run: python -m reranker compare --config {args.config or '<config>'} --promote",
+              file=sys.stderr)
+        return 1
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        write_text(args.out, text)
+    return 0

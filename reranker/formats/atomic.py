@@ -1,0 +1,89 @@
+"""Atomic writes: a file or directory appears at its path complete, or not at all.
+
+Everything is built beside its destination (`<path>.tmp`) and renamed into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+def tmp_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + ".tmp")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
+    """Open `<path>.tmp` for writing (UTF-8 text with `\\n` lines, or bytes); rename it to `path`
+    when the block succeeds, remove it when the block fails."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    f = open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8", newline="\n")
+    try:
+        with f:
+            yield f
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_write(path) as f:
+        f.write(text)
+
+
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Each line followed by a newline."""
+    with atomic_write(path) as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def write_json(path: str | os.PathLike, data: Any, indent: int = 1, sort_keys: bool = False,
+               ensure_ascii: bool = True) -> None:
+    """`data` as indented JSON and a final newline."""
+    write_text(path, json.dumps(data, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike, last: str | None = None) -> Iterator[Path]:
+    """Build a directory in a fresh `<path>.tmp`, then publish it at `path` (see `publish_dir`).
+
+    On error the partial `<path>.tmp` stays for inspection (error messages may name it); the next
+    build clears it. `path` itself is untouched.
+    """
+    path = Path(path)
+    tmp = tmp_path(path)
+    shutil.rmtree(tmp, ignore_errors=True)  # left by an interrupted build
+    tmp.mkdir(parents=True)
+    yield tmp
+    publish_dir(tmp, path, last)
+
+
+def publish_dir(tmp: str | os.PathLike, path: str | os.PathLike, last: str | None = None) -> None:
+    """Move the finished directory `tmp` to `path`; its file `last` (a mark of completeness) moves last.
+
+    An existing `path` may hold subdirectories of its own (a training chain's stages), so it is
+    updated file by file: `last` goes first, stale files go, subdirectories stay.
+    """
+    tmp, path = Path(tmp), Path(path)
+    if not path.exists():
+        os.replace(tmp, path)
+        return
+    if last is not None:
+        (path / last).unlink(missing_ok=True)
+    for stale in path.iterdir():
+        if stale.is_file() and not (tmp / stale.name).exists():
+            stale.unlink()
+    for item in sorted(tmp.iterdir(), key=lambda item: item.name == last):
+        os.replace(item, path / item.name)
+    tmp.rmdir()

@@ -1,0 +1,71 @@
+"""docs.jsonl: one `{"id", "title", "text"}` object per line (the title is not repeated in the text)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from reranker.formats.atomic import atomic_write
+from reranker.formats.errors import FormatError
+
+
+class Doc(NamedTuple):
+    doc_id: str
+    title: str
+    text: str  # without the title
+
+
+_TAG = re.compile(r"<!--.*?-->|<[A-Za-z/!?][^<>]*>", re.DOTALL)  # not "a < b > c"
+
+
+def strip_markup(text: str) -> str:
+    """Remove HTML/SGML tags and comments, decode entities, collapse whitespace."""
+    return " ".join(html.unescape(_TAG.sub(" ", text)).split())
+
+
+def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> None:
+    with atomic_write(path) as f:
+        for doc in docs:
+            f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
+
+
+def parse_doc(line: str | bytes, path: str | os.PathLike, line_no: int) -> Doc:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise FormatError(path, line_no, f"not a JSON object: {err}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not isinstance(record.get("text"), str):
+        raise FormatError(path, line_no, 'a document is {"id": str, "title": str, "text": str}')
+    doc_id, title = record["id"], record.get("title") or ""
+    if not doc_id or doc_id != "".join(doc_id.split()):
+        raise FormatError(path, line_no, f"document id {doc_id!r} is empty or holds whitespace (TREC runs cannot hold it)")
+    if not isinstance(title, str):
+        raise FormatError(path, line_no, "title must be a string")
+    return Doc(doc_id, title, record["text"])
+
+
+def iter_docs(path: str | os.PathLike, progress: Callable[[int], object] | None = None) -> Iterator[tuple[int, Doc]]:
+    """(line number, Doc) of every non-blank line; `progress` gets each line's size in bytes."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file (write it with `python -m reranker collections`)")
+    with open(path, "rb") as f:
+        for line_no, line in enumerate(f, start=1):
+            if progress is not None:
+                progress(len(line))
+            if line.strip():
+                yield line_no, parse_doc(line, path, line_no)
+
+
+def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
+    """Read {doc_id: (title, text)} for the wanted ids; every wanted id must be there."""
+    docs = {doc.doc_id: (doc.title, doc.text) for _, doc in iter_docs(path) if doc.doc_id in wanted}
+    missing = sorted(wanted - docs.keys())
+    if missing:
+        raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")
+    return docs

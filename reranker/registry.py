@@ -1,0 +1,82 @@
+"""The suite's named choices, registered once: first-stage models, aggregators, heads, score kinds, units.
+
+The config schema's enums, Snakemake's wildcard constraints, the stages' CLI choices and the tables'
+labels all derive from these mappings, so adding one is one entry here plus its config.
+Light on purpose (no torch, no Java): the Snakefile and the config loader import it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FirstStage:
+    """A Lucene first stage: BM25, with RM3 expansion when `rm3` is set."""
+
+    label: str
+    rm3: bool
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    """A document score from its units' scores, in document order (no first-stage interpolation)."""
+
+    label: str
+    combine: Callable[[Sequence[float]], float]
+
+
+FIRST_STAGES: dict[str, FirstStage] = {
+    "bm25": FirstStage("BM25", rm3=False),
+    "bm25_rm3": FirstStage("BM25+RM3", rm3=True),
+}
+
+AGGREGATORS: dict[str, Aggregator] = {
+    "firstp": Aggregator("FirstP", lambda scores: scores[0]),
+    "maxp": Aggregator("MaxP", max),
+    "sump": Aggregator("SumP", math.fsum),
+    "meanp": Aggregator("MeanP", lambda scores: math.fsum(scores) / len(scores)),
+}
+
+# How a checkpoint turns a (query, text) pair into a relevance score; see reranker.models.
+HEADS: dict[str, str] = {
+    "sequence_classification": "a linear layer on BERT's [CLS] pooler, as BERT was pre-trained",
+    "mean_pooling": "a linear layer on the mean of the last layer's token vectors (sentence-transformers bases)",
+    "next_sentence_prediction": "BERT's NSP head (Birch's released checkpoints)",
+    "bi_encoder": "no classifier: the cosine of the mean-pooled query and text vectors",
+}
+CLASSIFIER_HEADS = tuple(head for head in HEADS if head != "bi_encoder")
+
+SCORE_KINDS: dict[str, str] = {
+    "logit": "the relevant class's logit, as Birch",
+    "log_prob": "the relevant class's log-probability",
+    "cosine": "a bi-encoder's cosine (bi_encoder heads only)",
+}
+
+UNITS: dict[str, str] = {
+    "sentences": "pysbd sentences, cut into windows where query + sentence exceed the token budget",
+    "passages": "fixed word windows with a stride, optionally prefixed by the title",
+}
+
+PROVIDED_RUN_LABEL = "BM25+RM3 (provided run)"
+
+
+def enums() -> dict[str, list[str]]:
+    """The schema's `$defs` enums that come from this registry."""
+    return {
+        "first_stage": list(FIRST_STAGES),
+        "aggregator": list(AGGREGATORS),
+        "head": list(HEADS),
+        "classifier_head": list(CLASSIFIER_HEADS),
+        "score_kind": [kind for kind in SCORE_KINDS if kind != "cosine"],
+        "unit": list(UNITS),
+    }
+
+
+def wildcard_pattern(names) -> str:
+    """A Snakemake wildcard constraint matching exactly these names."""
+    import re
+
+    return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"

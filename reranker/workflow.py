@@ -1,0 +1,299 @@
+"""The workflow's logic, out of the Snakefile and tested: where files go, checkpoint lineage, table rows
+and captions. Rules call these; no stage needs them to run.
+
+Every path pattern is defined once, in `PATTERNS`: Snakemake fills its `{wildcards}`, and
+`Layout.path` fills them with values.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reranker.config import checkpoint_config, slug, training_config
+from reranker.registry import AGGREGATORS, FIRST_STAGES, PROVIDED_RUN_LABEL
+
+# Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
+PATTERNS = {
+    "config": "config.yaml",
+    "docs": "work/collections/{collection}/docs.jsonl",
+    "topics": "work/collections/{collection}/topics.tsv",
+    "qrels": "work/collections/{collection}/qrels.txt",
+    "stats": "work/collections/{collection}/stats.json",
+    "index": "work/indexes/{collection}",
+    "trec_run": "work/runs/{collection}/{run}.run",
+    "eval": "work/eval/{collection}/{run}.json",
+    "work_folds": "work/folds/{collection}.json",
+    "segments": "work/segments/{collection}/{first_stage}.k{k}.{unit}.jsonl",
+    "scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv",
+    "scores_meta": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv.meta.json",
+    "score_cache": "work/cache/scores",
+    "checkpoint_dir": "work/checkpoints/{checkpoint}",
+    "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
+    "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
+    "fusion_dir": "work/fusion",
+    "log": "logs/{stage}/{name}.log",
+    # What a run publishes, mirrored in the reference folder (results/ for the default).
+    "table": "tables/{table}.md",
+    "table_stem": "tables/{table}",
+    "numbers": "numbers/{table}.json",
+    "figure": "figures/{figure}.png",
+    "folds": "folds/{collection}.json",
+    "fusion": "fusion",
+    "comparison": "comparison.md",
+}
+# What `compare` checks and `promote` copies: the published part of a run.
+PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one run folder. `pattern` keeps wildcards for Snakemake; `path` fills them."""
+
+    run_dir: str
+
+    def pattern(self, name: str, /, **fixed: object) -> str:
+        """The pattern under the run folder, with some fields filled (the rest stay `{wildcards}`)."""
+        text = f"{self.run_dir}/{PATTERNS[name]}"
+        for key, value in fixed.items():
+            text = text.replace("{" + key + "}", str(value))
+        return text
+
+    def path(self, name: str, /, **values: object) -> str:
+        return f"{self.run_dir}/{PATTERNS[name]}".format(**values)
+
+
+class Experiment:
+    """One resolved configuration, as the DAG sees it: targets, checkpoints, rows and captions."""
+
+    def __init__(self, config: Mapping):
+        self.config = config
+        self.layout = Layout(config["run_dir"])
+        self.birch = config["birch"]
+        self.first_stage = self.birch["first_stage"]
+        self.k = config["segment"]["candidates"]
+        self.slug_to_id = {slug(cid): cid for cid in config["collections"]}
+
+    # Collections -------------------------------------------------------------------------------
+    def collection(self, collection_slug: str) -> dict:
+        return self.config["collections"][self.slug_to_id[collection_slug]]
+
+    def measures_for(self, collection_id: str) -> list[str]:
+        """The suite's measures plus the ones a collection's entry adds (e.g. RR@10)."""
+        return list(dict.fromkeys(self.config["measures"] + self.config["collections"][collection_id]["measures"]))
+
+    @property
+    def target_slugs(self) -> list[str]:
+        return [slug(t) for t in self.birch["targets"]]
+
+    @property
+    def baseline_slugs(self) -> list[str]:
+        return [slug(c) for c in self.config["baselines"]["collections"]]
+
+    @property
+    def provided_slugs(self) -> list[str]:
+        return [slug(c) for c in self.config["baselines"]["provided_runs"]]
+
+    def fold_overrides(self, collection_id: str, first_stage: str) -> bool:
+        """Whether a first-stage run needs the collection's folds (per-fold parameters)."""
+        return bool(self.config["retrieval"]["overrides"].get(collection_id, {}).get(first_stage, {}).get("folds"))
+
+    # Checkpoints -------------------------------------------------------------------------------
+    def checkpoint(self, name: str) -> dict:
+        return checkpoint_config(self.config, name)
+
+    def is_finetuned(self, name: str) -> bool:
+        return self.checkpoint(name)["source"] == "finetune"
+
+    def checkpoint_ref(self, name: str) -> str:
+        """What a stage loads: the fine-tuned directory, or the fetched id or directory."""
+        return self.layout.path("checkpoint_dir", checkpoint=name) if self.is_finetuned(name) else self.checkpoint(name)["model"]
+
+    def checkpoint_files(self, name: str) -> list[str]:
+        """Inputs a checkpoint needs: a fine-tuned one's marker file; nothing for fetched ones."""
+        return [self.layout.path("checkpoint_meta", checkpoint=name)] if self.is_finetuned(name) else []
+
+    def hub_model(self, name: str) -> str:
+        """The Hugging Face id (or directory) at the root of a checkpoint's lineage."""
+        entry = self.checkpoint(name)
+        return entry["model"] if entry["source"] == "hf" else self.hub_model(entry["base"])
+
+    def training_chain(self, name: str) -> list[str]:
+        """The collections a checkpoint was fine-tuned on, in order, through its fine-tuned bases."""
+        entry = self.checkpoint(name)
+        return self.training_chain(entry["base"]) + list(entry["train_on"]) if entry["source"] == "finetune" else []
+
+    def applies_to(self, name: str, collection_id: str) -> bool:
+        """Cross-domain as in the paper: a checkpoint never scores a collection it was trained on."""
+        return collection_id not in self.training_chain(name)
+
+    def label(self, name: str) -> str:
+        return self.checkpoint(name).get("label", name)
+
+    def finetuned(self, names) -> list[str]:
+        return [name for name in names if self.is_finetuned(name)]
+
+    @property
+    def tokenizer(self) -> str:
+        """The tokenizer that sets segment's token budget: the first Birch checkpoint's."""
+        return self.hub_model(self.birch["checkpoints"][0]) if self.birch["checkpoints"] else ""
+
+    @property
+    def units(self) -> list[str]:
+        return ["sentences"] + (["passages"] if self.birch["passage_checkpoint"] and self.birch["aggregation"] else [])
+
+    def training_sources(self, name: str) -> list[tuple[str, dict[str, str]]]:
+        """(collection id, its files) of each `train_on` collection: docs, topics, qrels and the BM25 run."""
+        sources = []
+        for cid in self.checkpoint(name)["train_on"]:
+            s = slug(cid)
+            sources.append((cid, {"docs": self.layout.path("docs", collection=s),
+                                  "topics": self.layout.path("topics", collection=s),
+                                  "qrels": self.layout.path("qrels", collection=s),
+                                  "run": self.layout.path("trec_run", collection=s, run="bm25")}))
+        return sources
+
+    def training_inputs(self, name: str) -> list[str]:
+        """Files a training job reads: its base's marker (if fine-tuned) and each source's files."""
+        files = self.checkpoint_files(self.checkpoint(name)["base"])
+        return files + [path for _, paths in self.training_sources(name) for path in paths.values()]
+
+    def retrieval_inputs(self, collection_slug: str, first_stage: str) -> dict[str, str]:
+        """Per-fold parameters need the collection's folds."""
+        if self.fold_overrides(self.slug_to_id[collection_slug], first_stage):
+            return {"folds": self.layout.path("work_folds", collection=collection_slug)}
+        return {}
+
+    # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
+    # reruns a job when one of its own settings changes, and only then.
+    def settings(self, stage: str, collection: str | None = None, checkpoint: str | None = None,
+                 model: str | None = None) -> dict:
+        config = self.config
+        cid = self.slug_to_id[collection] if collection else None
+        entry = config["collections"][cid] if cid else None
+        if stage == "collections":
+            return {"collection": entry, "folds": config["birch"]["folds"]}
+        if stage == "index":
+            return {"java_heap": config["java_heap"]}
+        if stage == "retrieve":
+            retrieval = config["retrieval"]
+            return {"depth": retrieval["depth"], "model": retrieval["models"].get(model),
+                    "overrides": retrieval["overrides"].get(cid, {}).get(model), "java_heap": config["java_heap"]}
+        if stage == "evaluate":
+            return {"measures": self.measures_for(cid)}
+        if stage == "segment":
+            return {**config["segment"], "tokenizer": self.tokenizer}
+        if stage == "train":
+            base = self.checkpoint(self.checkpoint(checkpoint)["base"])
+            return {"training": training_config(config, checkpoint), "checkpoint": self.checkpoint(checkpoint),
+                    "base": base, "grades": {c: config["collections"][c]["relevant_min_grade"]
+                                             for c in self.checkpoint(checkpoint)["train_on"]}}
+        if stage == "score":
+            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint)}
+        if stage == "fuse":
+            return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
+        if stage == "compare":
+            return {**config["compare"], "reference": config["reference"]}
+        raise ValueError(f"unknown stage {stage!r}")
+
+    # Tables ------------------------------------------------------------------------------------
+    def birch_rows(self) -> list[tuple[str, str, str | None]]:
+        """(row label, run name, checkpoint) of the main table, in order."""
+        rows: list[tuple[str, str, str | None]] = [(FIRST_STAGES[self.first_stage].label, self.first_stage, None)]
+        for name in self.birch["checkpoints"]:
+            rows += [(f"{self.label(name)} {n}S", f"birch.{name}.{n}S", name) for n in self.birch["fusion"]["top_n"]]
+        passage = self.birch["passage_checkpoint"]
+        if passage:
+            for unit in self.units:
+                rows += [(f"{AGGREGATORS[m].label} over {unit}, {self.label(passage)}", f"{m}.{passage}.{unit}", passage)
+                         for m in self.birch["aggregation"]]
+        if "maxp" in self.birch["aggregation"]:  # every other checkpoint's sentence evidence on its own, too
+            rows += [(f"{AGGREGATORS['maxp'].label} over sentences, {self.label(name)}", f"maxp.{name}.sentences", name)
+                     for name in self.birch["checkpoints"] if name != passage]
+        return rows
+
+    def birch_cells(self) -> list[tuple[str, str, str]]:
+        """(collection slug, row label, run name) of every cell that exists: no checkpoint on its own training data."""
+        return [(s, label, run) for s in self.target_slugs for label, run, name in self.birch_rows()
+                if name is None or self.applies_to(name, self.slug_to_id[s])]
+
+    @property
+    def table_finetuned(self) -> list[str]:
+        """Fine-tuned checkpoints behind any row of the main table (each gets a note and a loss curve)."""
+        names = self.birch["checkpoints"] + ([self.birch["passage_checkpoint"]] if self.birch["passage_checkpoint"] else [])
+        return self.finetuned(dict.fromkeys(names))
+
+    def score_metas(self) -> list[str]:
+        return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.first_stage, k=self.k,
+                                 unit="sentences")
+                for s in self.target_slugs for c in self.birch["checkpoints"] if self.applies_to(c, self.slug_to_id[s])]
+
+    def birch_specs(self) -> str:
+        return " ".join(shlex.quote(f"{self.slug_to_id[s]}:{label}:{self.layout.path('eval', collection=s, run=run)}")
+                        for s, label, run in self.birch_cells())
+
+    def checkpoint_specs(self) -> str:
+        """LABEL:reranker.json of each fine-tuned checkpoint behind the main table (its note)."""
+        return " ".join(shlex.quote(f"{self.label(c)}:{self.layout.path('checkpoint_meta', checkpoint=c)}")
+                        for c in self.table_finetuned)
+
+    def birch_caption(self) -> str:
+        fine_tuned = self.finetuned(self.birch["checkpoints"])
+        models = "; ".join(f"{self.label(c)} = {self.hub_model(c)} fine-tuned on {' → '.join(self.training_chain(c))}"
+                           for c in fine_tuned)
+        references = [c for c in self.birch["checkpoints"] if self.checkpoint(c).get("head") == "bi_encoder"]
+        training = self.config["training"]
+        reference_text = (f" Reference rows, not Birch's classifier: {', '.join(self.label(c) for c in references)}, "
+                          f"the cosine of the mean-pooled query and sentence vectors as S_i in the same fusion."
+                          if references else "")
+        return (f"Birch on open collections, cross-domain (no checkpoint is trained on a collection it is evaluated on). "
+                f"{FIRST_STAGES[self.first_stage].label} top {self.k} documents reranked, the rest kept in order; "
+                f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
+                f" (a classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
+                f"{training['negatives_per_positive']} BM25 negatives per positive, {training['epochs']} epochs, "
+                f"max length {training['max_length']}, the step with the lowest held-out loss on "
+                f"{training['validation_fraction']:.0%} of the training queries). a, w2, w3 chosen by "
+                f"{self.birch['folds']['k']}-fold CV on AP (folds in {self.config['reference']}/folds/).{reference_text}")
+
+    def baseline_specs(self) -> str:
+        base = [f"{FIRST_STAGES[m].label}:{self.slug_to_id[s]}:{self.layout.path('eval', collection=s, run=m)}"
+                for s in self.baseline_slugs for m in FIRST_STAGES]
+        provided = [f"{FIRST_STAGES['bm25_rm3'].label}:{self.slug_to_id[s]} (provided run):"
+                    f"{self.layout.path('eval', collection=s, run='provided')}" for s in self.provided_slugs]
+        return " ".join(shlex.quote(spec) for spec in base + provided)
+
+    def baselines_caption(self) -> str:
+        models = self.config["retrieval"]["models"]
+        rm3 = models["bm25_rm3"]
+        return (f"Lucene baselines (pyserini), depth {self.config['retrieval']['depth']}: "
+                f"BM25 (k1={models['bm25']['k1']}, b={models['bm25']['b']}) "
+                f"and BM25+RM3 (fb_terms={rm3['fb_terms']}, fb_docs={rm3['fb_docs']}, "
+                f"original_query_weight={rm3['original_query_weight']})"
+                + self.overrides_text())
+
+    def overrides_text(self) -> str:
+        """`retrieval.overrides` in words, e.g. "; overrides: cranfield BM25+RM3 fold 1 fb_terms=20"."""
+        def words(params: Mapping) -> str:
+            return ", ".join(f"{k}={v}" for k, v in params.items())
+
+        parts = []
+        for cid, models in self.config["retrieval"]["overrides"].items():
+            for model, params in models.items():
+                label = f"{cid} {FIRST_STAGES[model].label}"
+                plain = {k: v for k, v in params.items() if k != "folds"}
+                parts += [f"{label} {words(plain)}"] if plain else []
+                parts += [f"{label} fold {fold} {words(values)}" for fold, values in params.get("folds", {}).items()]
+        return f"; overrides: {'; '.join(parts)}" if parts else ""
+
+    def published(self, name: str, **values: object) -> str:
+        return self.layout.path(name, **values)
+
+
+def checkpoint_name_of(meta_path: str) -> str:
+    """A fine-tuned checkpoint's name from its `reranker.json` path."""
+    return Path(meta_path).parent.name
+
+
+__all__ = ["PATTERNS", "PUBLISHED", "Layout", "Experiment", "PROVIDED_RUN_LABEL", "checkpoint_name_of"]

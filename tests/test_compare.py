@@ -1,0 +1,59 @@
+"""A run against its reference: exact for Lucene numbers, a tolerance for model numbers; promotion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from reranker import compare
+from reranker.config import load_config, write_resolved
+
+
+def numbers(path: Path, values: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"caption": "", "numbers": values, "provenance": {}}))
+
+
+def setup(tmp_path: Path, run_value: float, lucene_value: float) -> Path:
+    run, ref = tmp_path / "run", tmp_path / "ref"
+    for folder, model, lucene in ((run, run_value, lucene_value), (ref, 0.30, 0.25)):
+        numbers(folder / "numbers" / "birch_main.json",
+                {"cranfield": {"BM25+RM3": {"AP@1000": lucene}, "BERT 1S": {"AP@1000": model}}})
+        (folder / "tables").mkdir()
+        (folder / "tables" / "birch_main.md").write_text(f"{model}\n")
+    config = load_config(overrides={"run_dir": str(run), "reference": str(ref), "compare": {"model": 0.01}})
+    return write_resolved(config, tmp_path / "config.yaml", ["test"])
+
+
+def test_model_numbers_within_tolerance_match(tmp_path, capsys):
+    path = setup(tmp_path, 0.305, 0.25)
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "report.md")]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "1 numbers match" not in report and "2 numbers match, 0 drift" in report
+    assert "| tables/birch_main.md | differs |" in report
+
+
+def test_lucene_numbers_must_match_exactly(tmp_path, capsys):
+    path = setup(tmp_path, 0.30, 0.2500001)
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "report.md")]) == 1
+    assert not (tmp_path / "report.md").exists()
+    kept = (tmp_path / "run" / "comparison.drift.md").read_text()
+    assert "| birch_main | cranfield / BM25+RM3 / AP@1000 | lucene |" in kept and "| drift |" in kept
+
+
+def test_model_drift_beyond_tolerance_fails_and_promotion_accepts_it(tmp_path, capsys):
+    path = setup(tmp_path, 0.35, 0.25)
+    assert compare.main(["--config", str(path)]) == 1
+    assert compare.main(["--config", str(path), "--promote"]) == 0
+    assert compare.main(["--config", str(path)]) == 0
+    config = yaml.safe_load(path.read_text())
+    assert (Path(config["reference"]) / "tables" / "birch_main.md").read_text() == "0.35\n"
+
+
+def test_rows_on_one_side_only_are_listed_not_failed(tmp_path):
+    setup(tmp_path, 0.30, 0.25)
+    numbers(tmp_path / "run" / "numbers" / "extra.json", {"vaswani": {"New row": {"AP@1000": 0.1}}})
+    differences = compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})
+    assert {d.status for d in differences} == {"match", "new"}

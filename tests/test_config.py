@@ -1,0 +1,75 @@
+"""Configuration: defaults from the schema, layers, the resolved file, registry-derived enums."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from reranker import config as cfg
+from reranker.registry import AGGREGATORS, FIRST_STAGES, HEADS
+
+
+def test_every_setting_has_a_default_and_a_description():
+    """Leaves of the schema's default document are described where they are defined."""
+    schema = cfg.schema()
+
+    def walk(node, path):
+        node = cfg._node(node)
+        for key, child in node.get("properties", {}).items():
+            child = cfg._node(child)
+            if "properties" in child:
+                walk(child, path + [key])
+            else:
+                assert child.get("description"), f"{'/'.join(path + [key])} has no description"
+
+    walk(schema, [])
+    defaults = cfg.defaults()
+    assert defaults["segment"]["candidates"] == 30 and defaults["training"]["learning_rate"] == 1e-4
+    assert "training" not in cfg.defaults(schema["$defs"]["checkpoint"])  # per-checkpoint overrides stay sparse
+
+
+def test_a_file_with_one_collection_is_enough(tmp_path):
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(yaml.safe_dump({"collections": {"mine": {"source": "ir_datasets", "dataset": "vaswani"}},
+                                     "baselines": {"collections": ["mine"]}}))
+    config = cfg.load_config(extra)
+    assert config["collections"]["mine"]["relevant_min_grade"] == 1  # an entry's own defaults
+    assert "cranfield" in config["collections"]  # the registries are still there
+    assert config["baselines"]["collections"] == ["mine"] and config["birch"]["targets"]  # the default experiment too
+
+
+def test_a_resolved_file_is_read_alone(tmp_path, monkeypatch):
+    config = cfg.load_config(cfg.CONFIG_DIR / "quick.yaml")
+    path = cfg.write_resolved(config, tmp_path / "config.yaml", ["workflow/config/quick.yaml"])
+    monkeypatch.setattr(cfg, "DEFAULT_EXPERIMENT", tmp_path / "absent.yaml")  # reading it would fail
+    again = cfg.load_config(path)
+    assert {k: v for k, v in again.items() if k != "resolved_from"} == config
+
+
+def test_names_must_exist_in_the_registries(tmp_path):
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(yaml.safe_dump({"birch": {"targets": ["nope"], "checkpoints": ["missing"]}}))
+    with pytest.raises(cfg.ConfigError, match="unknown collection 'nope'.*\n.*unknown checkpoint 'missing'"):
+        cfg.load_config(extra)
+
+
+def test_unknown_keys_and_bad_enums_are_refused(tmp_path):
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(yaml.safe_dump({"segment": {"candidatez": 3}, "birch": {"aggregation": ["medianp"]}}))
+    with pytest.raises(cfg.ConfigError) as err:
+        cfg.load_config(extra)
+    assert "candidatez" in str(err.value) and "medianp" in str(err.value)
+
+
+def test_enums_come_from_the_registry():
+    defs = cfg.schema()["$defs"]
+    assert defs["aggregator"]["enum"] == list(AGGREGATORS)
+    assert defs["first_stage"]["enum"] == list(FIRST_STAGES)
+    assert defs["head"]["enum"] == list(HEADS)
+
+
+@pytest.mark.parametrize("profile", ["default", "quick", "paper"])
+def test_profiles_resolve(profile):
+    extra = [] if profile == "default" else [cfg.CONFIG_DIR / f"{profile}.yaml"]
+    config = cfg.load_config(extra)
+    assert config["run_dir"] == f"runs/{profile}"

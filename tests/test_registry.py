@@ -1,0 +1,43 @@
+"""Adding a first-stage model or an aggregator is one registration plus config (README, contributing)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reranker import config as cfg
+from reranker import fuse, registry, retrieve
+from reranker.workflow import Experiment
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    monkeypatch.setitem(registry.FIRST_STAGES, "bm25_rm3_20", registry.FirstStage("BM25+RM3 (20 terms)", rm3=True))
+    monkeypatch.setitem(registry.AGGREGATORS, "top2p",
+                        registry.Aggregator("Top2P", lambda s: sum(sorted(s)[-2:]) / len(sorted(s)[-2:])))
+    cfg._schema.cache_clear()
+    yield
+    cfg._schema.cache_clear()
+
+
+def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registered):
+    layer = {"retrieval": {"models": {"bm25_rm3_20": {"k1": 0.9, "b": 0.4, "fb_terms": 20, "fb_docs": 10,
+                                                       "original_query_weight": 0.5}}},
+             "birch": {"first_stage": "bm25_rm3_20", "aggregation": ["firstp", "maxp", "top2p"]}}
+    config = cfg.load_config(overrides=layer)
+    experiment = Experiment(config)
+    labels = [label for label, _, _ in experiment.birch_rows()]
+    assert labels[0] == "BM25+RM3 (20 terms)" and "Top2P over sentences, BERT(SciFact)" in labels
+    assert "BM25+RM3 (20 terms):cranfield:" in experiment.baseline_specs()
+    assert re.fullmatch(registry.wildcard_pattern(registry.FIRST_STAGES), "bm25_rm3_20")
+    default, _ = retrieve.params_from_config(config, "bm25_rm3_20")
+    assert default.fb_terms == 20 and "fb_terms=20" in default.describe()
+    run = {"q": {"a": 3.0, "b": 2.0}}
+    units = {"q": {"a": [0.1, 0.9, 0.5], "b": [0.8]}}
+    assert fuse.aggregate(run, units, "top2p")["q"] == pytest.approx({"a": 0.7, "b": 0.8})
+
+
+def test_an_unregistered_name_is_refused_by_the_schema():
+    with pytest.raises(cfg.ConfigError, match="top2p"):
+        cfg.load_config(overrides={"birch": {"aggregation": ["top2p"]}})

@@ -1,0 +1,91 @@
+"""The workflow's logic: each profile's resolved configuration reaches every stage unchanged, through
+one route (the resolved file), and the rows, lineage and paths come from tested Python."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reranker.config import CONFIG_DIR, load_config
+from reranker.workflow import Experiment
+
+REPO = Path(__file__).resolve().parent.parent
+# Flags a rule may pass: paths, the ids a job is about, and threads. Settings never travel as flags.
+ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
+                 "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
+                 "--params-out", "--threads"}
+GENERIC_STAGES = {"tables", "compare"}  # table builders take cells and captions; compare reads the config
+
+
+def profile_files(profile: str) -> list[Path]:
+    return [] if profile == "default" else [CONFIG_DIR / f"{profile}.yaml"]
+
+
+def dry_run(profile: str, tmp_path: Path) -> tuple[list[list[str]], Path]:
+    run_dir = tmp_path / profile
+    args = [sys.executable, "-m", "snakemake", "-n", "-p", "--forceall", "--config", f"run_dir={run_dir}"]
+    if profile != "default":
+        args += ["--profile", f"workflow/profiles/{profile}"]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    commands = [shlex.split(line.split("2>")[0].split(" > ")[0]) for line in done.stdout.splitlines()
+                if " -m reranker " in line]
+    return commands, run_dir / "config.yaml"
+
+
+@pytest.mark.parametrize("profile", ["quick", "default"])
+def test_the_resolved_config_reaches_every_stage_unchanged(profile, tmp_path, birch_data):
+    commands, resolved = dry_run(profile, tmp_path)
+    assert commands, "the dry run printed no stage command"
+    written = yaml.safe_load(resolved.read_text())
+    expected = load_config(profile_files(profile), overrides={"run_dir": str(tmp_path / profile)})
+    assert {k: v for k, v in written.items() if k != "resolved_from"} == expected
+    stages = set()
+    for argv in commands:
+        stage = argv[argv.index("reranker") + 1]
+        stages.add(stage)
+        flags = {a for a in argv if a.startswith("--")}
+        if stage in GENERIC_STAGES:
+            continue
+        assert argv[argv.index("--config") + 1] == str(resolved), argv  # the file the run wrote, nothing else
+        assert flags <= ALLOWED_FLAGS, f"{stage} gets settings as flags: {sorted(flags - ALLOWED_FLAGS)}"
+    assert {"collections", "index", "retrieve", "evaluate", "segment", "train", "score", "fuse", "tables",
+            "compare"} <= stages
+
+
+def test_the_paper_profile_resolves_with_gpus_and_its_own_reference():
+    config = load_config(profile_files("paper"))
+    experiment = Experiment(config)
+    assert config["score"]["gpus"] == 1 and config["training"]["gpus"] == 1
+    assert config["reference"] == "results/paper" and experiment.k == 1000
+    assert experiment.tokenizer == "Capreolus/birch-bert-large-mb"
+
+
+def test_rows_and_lineage_of_the_quick_profile():
+    experiment = Experiment(load_config(profile_files("quick")))
+    assert experiment.training_chain("scifact-cranfield") == ["beir/scifact/train", "cranfield"]
+    assert experiment.hub_model("scifact-cranfield") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
+    cells = experiment.birch_cells()
+    # Cross-domain: the Cranfield-trained checkpoint has no Cranfield row.
+    assert ("cranfield", "BERT(SciFact→Cranfield) 1S", "birch.scifact-cranfield.1S") not in cells
+    assert ("vaswani", "BERT(SciFact→Cranfield) 1S", "birch.scifact-cranfield.1S") in cells
+    assert experiment.table_finetuned == ["scifact", "scifact-cranfield"]
+    caption = experiment.birch_caption()
+    assert "paraphrase-MiniLM-L3-v2" in caption and "top 10 documents" in caption  # the config actually used
+    assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
+
+
+def test_paths_are_defined_once():
+    experiment = Experiment(load_config())
+    pattern = experiment.layout.pattern("scores", first_stage="bm25_rm3", k=30)
+    assert pattern == "runs/default/work/scores/{collection}/{checkpoint}/bm25_rm3.k30.{unit}.tsv"
+    assert experiment.layout.path("scores", collection="cacm", checkpoint="scifact", first_stage="bm25_rm3", k=30,
+                                  unit="sentences") == re.sub(r"\{(\w+)\}", lambda m: {"collection": "cacm",
+                                  "checkpoint": "scifact", "unit": "sentences"}[m.group(1)], pattern)
