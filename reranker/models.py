@@ -30,8 +30,10 @@ from typing import Any
 
 import torch
 
+from reranker import registry
+
 META_FILE = "reranker.json"
-HEADS = ("sequence_classification", "mean_pooling", "next_sentence_prediction", "bi_encoder")
+HEADS = tuple(registry.HEADS)
 POOLING_HEADS = {"cls": "sequence_classification", "mean": "mean_pooling"}  # sentence-transformers pooling -> head
 
 

@@ -62,8 +62,9 @@ from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
 from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads
 from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
+from reranker.registry import SCORE_KINDS
 
-KINDS = ("logit", "log_prob", "cosine")  # cosine: bi-encoders only
+KINDS = tuple(SCORE_KINDS)  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from reranker import registry
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs, strip_markup
@@ -39,7 +40,7 @@ from reranker.formats.segments import Unit, write_segments
 from reranker.formats.text import file_sha256, meta_path
 from reranker.formats.topics import read_topics_tsv
 
-UNITS = ("sentences", "passages")
+UNITS = tuple(registry.UNITS)
 SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
 # The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
 DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 DEPTH = 100  # BM25 candidates per query: where negatives are drawn from, in training and in evaluation
 MAX_LENGTH = 96  # fits SciFact's longest query (79 tokens) and the first ~50 tokens of the text
-SHORT = TrainingConfig(max_length=MAX_LENGTH, batch_size=4, max_pairs=16, seed=7)
+SHORT = TrainingConfig(max_length=MAX_LENGTH, batch_size=4, max_pairs=16, seed=7, epochs=1)
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -157,7 +157,7 @@ def test_a_few_hundred_steps_learn_below_the_label_prior(scifact, tmp_path):
     train_qids, held_out = split(scifact)
     source, _ = with_qids(scifact, train_qids, tmp_path)
     config = TrainingConfig(max_length=128, learning_rate=1e-4, negatives_per_positive=7, max_pairs=4800,
-                            eval_every=100)
+                            epochs=1, eval_every=100)
     out = train(MINILM, source, tmp_path / "scifact", config)
 
     meta = models.read_meta(out)
