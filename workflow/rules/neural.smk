@@ -111,5 +111,4 @@ rule aggregate:
     conda:
         ENV
     shell:
-        "python -m reranker fuse aggregate --method {wildcards.method} --run {input.run}"
-        " --scores {input.scores} --out {output} 2> {log}"
+        "python -m reranker fuse aggregate --method {wildcards.method} --run {input.run}" " --scores {input.scores} --out {output} 2> {log}"
