@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--row-header", default="System")
     results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
-    results.add_argument("--measures", nargs="+", default=["AP@1000", "P@20", "nDCG@20"])
+    results.add_argument("--measures", nargs="+", required=True, help="the columns of each group (config: measures)")
     results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
     results.add_argument("--meta", nargs="*", default=[],
                          help="score/checkpoint meta JSON files whose model fingerprints go into the provenance")

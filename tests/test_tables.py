@@ -95,7 +95,8 @@ def test_command_line_table_figure_and_numbers(tmp_path):
         path.write_text(json.dumps(evaluate(run, qrels, MEASURES).to_json()))
         specs.append(f"synthetic:{name}:{path}")
     out = tmp_path / "tables" / "main"
-    assert tables.main(["results", "--eval", *specs, "--baseline-row", "BM25+RM3", "--formats", "md", "csv", "tex",
+    assert tables.main(["results", "--eval", *specs, "--measures", *MEASURES, "--baseline-row", "BM25+RM3",
+                        "--formats", "md", "csv", "tex",
                         "--figure", str(tmp_path / "fig.png"), "--out", str(out),
                         "--numbers", str(tmp_path / "numbers.json"), "--command", "pytest"]) == 0
     stored = json.loads((tmp_path / "numbers.json").read_text())
