@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
+from reranker.cli import add_config
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config, merge
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import Doc, strip_markup, write_docs
@@ -486,8 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = commands.add_parser("folds", help="the collection's folds, or seeded folds over its judged queries")
     folds.add_argument("--out", required=True, help="folds JSON {fold: [test qids]}")
     for command in (listing, export, stats, folds):
-        command.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default "
-                             "(settings: birch.folds for seeded folds)")
+        add_config(command, "the collection's entry; birch.folds for seeded folds")
     for command in (export, stats, folds):
         command.add_argument("--collection", required=True, help="a collection id of workflow/config/collections.yaml")
     args = parser.parse_args(argv)

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from reranker.config import ConfigError, load_config
 from reranker.formats.atomic import write_text
-from reranker.registry import FIRST_STAGES, PROVIDED_RUN_LABEL
+from reranker.registry import FIRST_STAGES
 from reranker.workflow import PUBLISHED
 
 LUCENE_TABLES = {"baselines", "dataset_stats"}
-LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()} | {PROVIDED_RUN_LABEL}
+LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()}  # provided runs sit in the baselines table
 
 
 @dataclass(frozen=True)

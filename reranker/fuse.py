@@ -366,11 +366,8 @@ def run_birch(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"fuse: {err}", file=sys.stderr)
         return 2
-    fusion = config["birch"]["fusion"]
-    alpha_step, weight_step, normalise, short_docs = (fusion["alpha_step"], fusion["weight_step"], fusion["normalise"],
-                                                      fusion["short_docs"])
-    args.normalise, args.short_docs, args.relevant_min_grade = normalise, short_docs, entry["relevant_min_grade"]
-    args.cutoff = fusion["cutoff"]
+    fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
+    alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
     in_folds = {qid for qids in folds.values() for qid in qids}
     outside = [qid for qid in run if qid not in in_folds]
@@ -378,20 +375,20 @@ def run_birch(args: argparse.Namespace) -> int:
         print(f"{len(outside)} queries of {args.run} are in no fold of {args.folds} and are left out (e.g. {outside[0]})",
               file=sys.stderr)
     unit_scores = read_unit_scores(args.scores)
-    methods = NORMALISATIONS if args.normalise == "cv" else (args.normalise,)
-    candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, args.short_docs) for m in methods}
+    methods = NORMALISATIONS if normalise == "cv" else (normalise,)
+    candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, fusion["short_docs"]) for m in methods}
     fused, choices, chosen = cross_validate_sets(run, candidate_sets, qrels, folds, args.top_n, alpha_step, weight_step,
-                                                 args.relevant_min_grade, args.cutoff)
+                                                 min_grade, fusion["cutoff"])
     write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
     tested = sum(c.test_queries for c in choices)
     test_ap = sum(c.test_ap * c.test_queries for c in choices if c.test_queries) / tested
-    settings = describe(args.top_n, alpha_step, weight_step, args.normalise, args.short_docs, args.relevant_min_grade, args.cutoff)
+    settings = describe(args.top_n, alpha_step, weight_step, normalise, fusion["short_docs"], min_grade, fusion["cutoff"])
     write_json(args.params_out, {**settings, "inputs": {"run": str(args.run), "scores": str(args.scores),
                                                         "qrels": str(args.qrels), "folds": str(args.folds)},
                                  "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
-                                 **({"normalise_per_fold": chosen} if args.normalise == "cv" else {})})
+                                 **({"normalise_per_fold": chosen} if normalise == "cv" else {})})
     for c in choices:
-        how = f" {chosen[c.fold]}" if args.normalise == "cv" else ""
+        how = f" {chosen[c.fold]}" if normalise == "cv" else ""
         print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
     print(f"{settings['method']}: test AP {test_ap:.4f} over {tested} queries -> {args.out}")
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from reranker.cli import add_config
 from reranker.formats.atomic import atomic_dir
 from reranker.formats.docs import iter_docs
 from reranker.formats.errors import FormatError
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", required=True, help="docs.jsonl: one {id, title, text} object per line")
     parser.add_argument("--index", required=True, help="index directory to create")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default (settings: java_heap)")
+    add_config(parser, "java_heap")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     previous = read_build_info(args.index)

@@ -8,6 +8,7 @@ Light on purpose (no torch, no Java): the Snakefile and the config loader import
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -60,9 +61,6 @@ UNITS: dict[str, str] = {
     "passages": "fixed word windows with a stride, optionally prefixed by the title",
 }
 
-PROVIDED_RUN_LABEL = "BM25+RM3 (provided run)"
-
-
 def enums() -> dict[str, list[str]]:
     """The schema's `$defs` enums that come from this registry."""
     return {
@@ -77,6 +75,4 @@ def enums() -> dict[str, list[str]]:
 
 def wildcard_pattern(names) -> str:
     """A Snakemake wildcard constraint matching exactly these names."""
-    import re
-
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"

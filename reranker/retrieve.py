@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from reranker.cli import add_config
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.runs import Run, write_run
@@ -184,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", required=True, help="topics.tsv: qid<TAB>text")
     parser.add_argument("--model", required=True, choices=list(FIRST_STAGES))
     parser.add_argument("--out", required=True, help="TREC run file to write")
-    parser.add_argument("--config", help="a run's resolved config.yaml, or YAML layered over the default "
-                        "(settings: retrieval.depth, retrieval.models, retrieval.overrides, java_heap)")
+    add_config(parser, "retrieval.depth, retrieval.models, retrieval.overrides, java_heap")
     parser.add_argument("--collection", help="collection id whose retrieval.overrides apply")
     parser.add_argument("--folds", help="JSON {fold: [test qids]}: needed when the overrides are per fold")
     parser.add_argument("--threads", type=int, default=1, help="search threads")

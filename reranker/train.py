@@ -37,6 +37,7 @@ import torch
 
 from reranker import hardware, models
 from reranker.batching import pad_batch, tokenize_pairs
+from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.formats.atomic import atomic_dir, write_lines
 from reranker.formats.docs import read_docs
@@ -571,7 +572,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source", action="append", type=parse_source, default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
     p.add_argument("--mix", action="store_true", help="train on the --source collections shuffled together, in one "
                    "stage (default: in turn, each from the previous weights)")
-    p.add_argument("--config", type=Path, help="experiment YAML (merged with the registries) for training defaults")
+    add_config(p, "training:, the --checkpoint's entry and lineage, its collections' relevant_min_grade")
     p.add_argument("--checkpoint", help="with --config: the finetune checkpoint's name (its base and training:)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: the cores this process may use)")
     p.add_argument("--no-bucketing", dest="bucketed", action="store_const", const=False,
@@ -591,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
-    from reranker.config import collection_config, defaults, load_config, training_config
+    from reranker.config import collection_config, load_config, training_config
 
     flags = {field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values() if getattr(args, field) is not None}
     if args.bucketed is not None:
@@ -608,19 +609,19 @@ def main(argv: list[str] | None = None) -> int:
         start = experiment.checkpoint(checkpoint["base"])
         base, mix = experiment.checkpoint_ref(checkpoint["base"]), checkpoint["mix"]
         settings = training_config(config, args.checkpoint)
+        settings.pop("gpus")  # a scheduler resource, not a training setting
         if start["source"] == "hf":  # a fetched base: its declared head and layer slice
             settings["head"] = settings["head"] or start.get("head")
             settings["num_layers"] = settings["num_layers"] or start.get("num_layers")
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-    else:  # settings from flags alone, over the schema's defaults
+    else:  # settings from flags alone; TrainingConfig's defaults are the schema's
         if args.base is None:
             raise SystemExit("give --base (or --config with --checkpoint)")
-        base, mix, settings = args.base, args.mix, {**defaults()["training"], **flags}
+        base, mix, settings = args.base, args.mix, flags
         if args.relevant_min_grade is not None:
             sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
-    settings.pop("gpus", None)  # a scheduler resource, not a training setting
     torch.set_num_threads(args.threads or hardware.cpu_threads())
 
     config = TrainingConfig.from_mapping(settings)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from reranker.config import checkpoint_config, slug, training_config
-from reranker.registry import AGGREGATORS, FIRST_STAGES, PROVIDED_RUN_LABEL
+from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 # Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
 PATTERNS = {
@@ -287,13 +286,3 @@ class Experiment:
                 parts += [f"{label} fold {fold} {words(values)}" for fold, values in params.get("folds", {}).items()]
         return f"; overrides: {'; '.join(parts)}" if parts else ""
 
-    def published(self, name: str, **values: object) -> str:
-        return self.layout.path(name, **values)
-
-
-def checkpoint_name_of(meta_path: str) -> str:
-    """A fine-tuned checkpoint's name from its `reranker.json` path."""
-    return Path(meta_path).parent.name
-
-
-__all__ = ["PATTERNS", "PUBLISHED", "Layout", "Experiment", "PROVIDED_RUN_LABEL", "checkpoint_name_of"]
