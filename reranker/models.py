@@ -158,9 +158,31 @@ def mean_pooled_class() -> type:
     return BertForMeanPooledClassification
 
 
+def load_masked_lm(model: str, num_layers: int | None = None, device: str | torch.device = "cpu") -> Classifier:
+    """An encoder with a masked-LM head, for pre-training (a base without one gets a fresh head, tied to its embeddings)."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    source = resolve_source(model)
+    overrides = {"num_hidden_layers": num_layers} if num_layers is not None else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        net = AutoModelForMaskedLM.from_pretrained(source, **overrides)
+    except OSError as err:
+        raise CheckpointError(f"cannot load checkpoint {model!r}: {err}") from err
+    net.to(device)
+    meta = read_meta(source) if Path(source).exists() else {}
+    head = meta.get("head") or default_head(source)  # the ranking head a fine-tune from this checkpoint gets
+    return Classifier(net, tokenizer, 0, head, source, fingerprint(net, head="masked_lm"))
+
+
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
-                    num_layers: int | None = None, seed: int = 0, device: str | torch.device = "cpu") -> Classifier:
-    """Load a two-way (or one-logit) relevance classifier for scoring or fine-tuning."""
+                    num_layers: int | None = None, seed: int = 0, device: str | torch.device = "cpu",
+                    num_labels: int | None = None, fresh_head: bool = False) -> Classifier:
+    """Load a relevance classifier (two-way, one logit, or one per grade level) for scoring or fine-tuning.
+
+    `num_labels` (for fine-tuning) sizes the head; a head of another size, or any head with
+    `fresh_head`, is initialised anew (seeded) while the encoder is carried over.
+    """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertForNextSentencePrediction
 
     source = resolve_source(model)
@@ -171,6 +193,9 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
     overrides: dict[str, Any] = {}
     if num_layers is not None:
         overrides["num_hidden_layers"] = num_layers
+    if num_labels is not None and head in ("sequence_classification", "mean_pooling"):
+        overrides["num_labels"] = num_labels
+        overrides["ignore_mismatched_sizes"] = True  # a head of another size is replaced, not an error
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         # Seed before construction: a new head (and a missing pooler) is initialised randomly.
@@ -199,11 +224,18 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
             f"cannot load checkpoint {model!r}: {err}\n"
             "Offline? Point HF_HOME at a cache that holds it (HF_HUB_OFFLINE=1), or give a local directory."
         ) from err
+    if fresh_head and head in ("sequence_classification", "mean_pooling"):
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            weight = torch.randn(net.classifier.weight.shape, generator=generator) * net.config.initializer_range
+            net.classifier.weight.copy_(weight)
+            net.classifier.bias.zero_()
     net.eval()
     net.to(device)
     n_logits = {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(net.config.num_labels)
-    if relevant_index is None:
-        relevant_index = int(meta.get("relevant_index", 1 if n_logits > 1 else 0))
+    if relevant_index is None:  # a head of a new size: its top grade level (two-way: 1; one output: 0)
+        same_head = int(meta.get("num_labels", 2)) == n_logits
+        relevant_index = int(meta["relevant_index"]) if same_head and "relevant_index" in meta else n_logits - 1
     if not 0 <= relevant_index < n_logits:
         raise CheckpointError(f"relevant_index {relevant_index} is out of range for a head with {n_logits} logits")
     return Classifier(net, tokenizer, relevant_index, head, source,

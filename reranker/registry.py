@@ -61,6 +61,22 @@ UNITS: dict[str, str] = {
     "passages": "fixed word windows with a stride, optionally prefixed by the title",
 }
 
+# What a fine-tuned classifier learns from a judged pair; see reranker.objectives.
+OBJECTIVES: dict[str, str] = {
+    "binary": "two-way softmax: relevant (grade >= relevant_min_grade) or not",
+    "multi_label": "a sigmoid per grade level, BCE against the one-hot level",
+    "multi_class_multi_label": "softmax cross-entropy and the multi-label BCE on the same logits, weighted",
+    "regression": "one output, squared error against the level's value (grade_values)",
+}
+
+# How a document's score is read from a classifier's logits (the score stage's --ranking).
+RANKINGS: dict[str, str] = {
+    "relevant": "the relevant logit (two-way heads), or the single output (regression)",
+    "argmax": "the predicted grade level, ties by its probability",
+    **{f"label{level}": f"grade level {level}'s logit" for level in range(5)},
+}
+
+
 def enums() -> dict[str, list[str]]:
     """The schema's `$defs` enums that come from this registry."""
     return {
@@ -70,6 +86,8 @@ def enums() -> dict[str, list[str]]:
         "classifier_head": list(CLASSIFIER_HEADS),
         "score_kind": [kind for kind in SCORE_KINDS if kind != "cosine"],
         "unit": list(UNITS),
+        "objective": list(OBJECTIVES),
+        "ranking": list(RANKINGS),
     }
 
 

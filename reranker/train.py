@@ -36,11 +36,13 @@ import numpy as np
 import torch
 
 from reranker import hardware, models
+from reranker.objectives import Objective, level
+from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 from reranker.batching import pad_batch, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.formats.atomic import atomic_dir, write_lines
-from reranker.formats.docs import read_docs
+from reranker.formats.docs import iter_docs, read_docs
 from reranker.formats.errors import FormatError
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -77,15 +79,16 @@ class _Settings:
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """JSON's view: sequences as lists (so a written reranker.json compares equal)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
 
 # Hyper-parameters: one field per `training:` setting of the config schema, with its default and
 # description there (`gpus` is the scheduler's, not the trainer's).
 TrainingConfig = dataclasses.make_dataclass(
     "TrainingConfig",
-    [(name, Any, dataclasses.field(default=value)) for name, value in config_defaults()["training"].items()
-     if name != "gpus"],
+    [(name, Any, dataclasses.field(default=tuple(value) if isinstance(value, list) else value))
+     for name, value in config_defaults()["training"].items() if name != "gpus"],
     bases=(_Settings,), frozen=True)
 TrainingConfig.__module__ = __name__
 DEFAULT_TRAINING = TrainingConfig()
@@ -113,32 +116,74 @@ class TrainingPair(NamedTuple):
     qid: str
     doc_id: str
     label: int  # 1 relevant, 0 not
+    level: int = 0  # the grade level: max(grade, 0), unjudged 0
+
+
+ENRICH = ("none", "add", "swap")
+
+
+def candidate_pool(ranked: Sequence[str], relevant: set[str], enrich: str) -> list[str]:
+    """The documents a query trains on: its top first-stage candidates, enriched with the relevant ones they miss.
+
+    none: the candidates as they are; add: plus every missed relevant document; swap: the missed
+    relevant documents replace the lowest-ranked non-relevant candidates (the pool keeps its size).
+    """
+    if enrich not in ENRICH:
+        raise ValueError(f"enrich must be one of {', '.join(ENRICH)}, not {enrich!r}")
+    missed = sorted(relevant - set(ranked))
+    if enrich == "none" or not missed:
+        return list(ranked)
+    if enrich == "add":
+        return list(ranked) + missed
+    dropped = set([doc_id for doc_id in ranked if doc_id not in relevant][::-1][:len(missed)])
+    return [doc_id for doc_id in ranked if doc_id not in dropped] + missed
 
 
 def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = DEFAULT_TRAINING, relevant_min_grade: int = 1,
                 train_qids: frozenset[str] | set[str] | None = None) -> list[TrainingPair]:
     """Training pairs, in a fixed order: each query's positives, then its sampled negatives.
 
-    Negatives come from the query's top `negatives_depth` run documents minus every judged-relevant
-    one, `negatives_per_positive` per positive (fewer if the pool is smaller). Sampling is seeded per
-    query, so a query's pairs do not depend on which other queries take part.
+    The pool is the query's top `negatives_depth` run documents, enriched by `enrich`. Positives are
+    its judged-relevant documents; negatives are `negatives_per_positive` per positive (fewer if
+    the pool is smaller), sampled from the rest. Sampling is seeded per query, so a query's pairs
+    do not depend on which other queries take part.
     """
     pairs: list[TrainingPair] = []
     for qid in qid_order(qrels):
         if train_qids is not None and qid not in train_qids:
             continue
-        relevant = {doc_id for doc_id, grade in qrels[qid].items() if grade >= relevant_min_grade}
+        judged = qrels[qid]
+        relevant = {doc_id for doc_id, grade in judged.items() if grade >= relevant_min_grade}
         if not relevant:
             continue
-        pool = [doc_id for doc_id, _ in sorted_docs(run.get(qid, {}))[:config.negatives_depth] if doc_id not in relevant]
+        ranked = [doc_id for doc_id, _ in sorted_docs(run.get(qid, {}))[:config.negatives_depth]]
+        pool = candidate_pool(ranked, relevant, config.enrich)
+        positives = sorted(relevant & set(pool))
+        if not positives:
+            continue
+        others = [doc_id for doc_id in pool if doc_id not in relevant]
         rng = random.Random(f"{config.seed}/{qid}")
-        negatives = rng.sample(pool, min(len(pool), config.negatives_per_positive * len(relevant)))
-        pairs += [TrainingPair(qid, doc_id, 1) for doc_id in sorted(relevant)]
-        pairs += [TrainingPair(qid, doc_id, 0) for doc_id in negatives]
+        negatives = rng.sample(others, min(len(others), config.negatives_per_positive * len(positives)))
+        pairs += [TrainingPair(qid, doc_id, 1, level(judged[doc_id])) for doc_id in positives]
+        pairs += [TrainingPair(qid, doc_id, 0, level(judged.get(doc_id, 0))) for doc_id in negatives]
     if config.max_pairs is not None and len(pairs) > config.max_pairs:
         keep = sorted(random.Random(config.seed).sample(range(len(pairs)), config.max_pairs))
         pairs = [pairs[i] for i in keep]
     return pairs
+
+
+def fold_training_queries(folds_path: str | os.PathLike, fold: str, topics_path: str | os.PathLike) -> frozenset[str]:
+    """The collection's queries outside `fold`'s test queries; every query of the folds must be in the topics."""
+    from reranker.formats.folds import read_folds
+
+    folds, topics = read_folds(folds_path), read_topics_tsv(topics_path)
+    if fold not in folds:
+        raise FormatError(folds_path, None, f"no fold {fold!r} (folds: {', '.join(folds)})")
+    unknown = sorted({q for qids in folds.values() for q in qids} - topics.keys(), key=lambda q: (len(q), q))
+    if unknown:
+        raise FormatError(folds_path, None, f"{len(unknown)} queries of the folds are not in the collection's topics "
+                          f"{topics_path}, e.g. {', '.join(unknown[:5])}")
+    return frozenset(topics) - set(folds[fold])
 
 
 def read_qids(path: str | os.PathLike) -> frozenset[str]:
@@ -201,6 +246,7 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "train_qids": None if source.train_qids is None else {
             "count": len(source.train_qids), "sha256": sha256_text("\n".join(qid_order(source.train_qids)))},
         "relevant_min_grade": source.relevant_min_grade,
+        "levels": sorted({pair.level for pair in pairs + validation}),
         "queries": len(qids),
         "pairs": len(pairs),
         "positives": positives,
@@ -210,6 +256,83 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "validation_positives": sum(pair.label for pair in validation),
     }
     return Examples(pairs, validation, topics, docs, record)
+
+
+def _corpus(source: Source) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
+    """All documents of a source, and the record of what a pre-training checkpoint read."""
+    docs = {doc.doc_id: (doc.title, doc.text) for _, doc in iter_docs(source.docs)}
+    record = {"name": source.name, "files": {"docs": str(source.docs)}, "sha256": {"docs": file_sha256(source.docs)},
+              "train_qids": None, "relevant_min_grade": None, "documents": len(docs)}
+    return docs, record
+
+
+def load_nsp_source(source: Source, config: TrainingConfig) -> Examples:
+    """Next-sentence pairs of a source's documents: pairs from `pretrain_fraction` of them, validation from the rest."""
+    docs, record = _corpus(source)
+    trained, held = split_documents(list(docs), config.pretrain_fraction, config.seed)
+    texts: dict[str, str] = {}
+
+    def as_pairs(doc_ids: Sequence[str]) -> list[TrainingPair]:
+        pairs = []
+        for number, pair in enumerate(nsp_pairs({d: docs[d] for d in doc_ids}, config.nsp_pairs, config.seed)):
+            first, second = f"{pair.doc_id}/{number}/a", f"{pair.doc_id}/{number}/b"
+            texts[first], texts[second] = pair.first, pair.second
+            pairs.append(TrainingPair(first, second, pair.label, pair.label))
+        return pairs
+
+    pairs, validation = as_pairs(trained), as_pairs(held)
+    record.update(pairs=len(pairs), positives=sum(p.label for p in pairs), validation_pairs=len(validation),
+                  nsp_pairs=config.nsp_pairs, levels=[0, 1])
+    return Examples(pairs, validation, texts, texts, record)
+
+
+def load_mlm_source(source: Source, config: TrainingConfig, tokenizer: Any) -> Examples:
+    """A source's documents, masked: `pretrain_fraction` to train on, the rest held out (Encoded, not pairs)."""
+    docs, record = _corpus(source)
+    trained, held = split_documents(list(docs), config.pretrain_fraction, config.seed)
+
+    def masked(doc_ids: Sequence[str], offset: int) -> Encoded:
+        texts = [" ".join(part for part in docs[d] if part) for d in doc_ids]
+        result = mask_tokens(tokenizer, texts, config.max_length, config.mask_probability, config.consecutive_masking,
+                             config.seed + offset)
+        return Encoded(result.ids, [[0] * len(ids) for ids in result.ids], torch.empty(0), list(doc_ids),
+                       token_labels=result.labels)
+
+    train_part, held_part = masked(trained, 0), masked(held, 1)
+    record.update(pairs=len(trained), validation_pairs=len(held), mask_probability=config.mask_probability,
+                  consecutive_masking=config.consecutive_masking,
+                  masked_tokens=sum(label != IGNORE for labels in train_part.token_labels for label in labels))
+    return Examples(train_part, held_part, {}, {}, record)
+
+
+def _padded_labels(encoded: Encoded, rows: Sequence[int], device: torch.device) -> torch.Tensor:
+    width = max(len(encoded.token_labels[i]) for i in rows)
+    return torch.tensor([encoded.token_labels[i] + [IGNORE] * (width - len(encoded.token_labels[i])) for i in rows],
+                        device=device)
+
+
+def masked_lm_loss(logits: torch.Tensor, encoded: Encoded, rows: Sequence[int], device: torch.device) -> torch.Tensor:
+    labels = _padded_labels(encoded, rows, device)
+    return torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+
+
+def validate_masked_lm(model: Any, encoded: Encoded, pad_id: int, device: torch.device, dtype: torch.dtype,
+                       batch_size: int = 64) -> dict[str, float]:
+    """Held-out masked-LM loss and token accuracy (the share of masked tokens predicted exactly)."""
+    was_training = model.training
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        for start in range(0, len(encoded.ids), batch_size):
+            rows = list(range(start, min(start + batch_size, len(encoded.ids))))
+            logits = model(**collate(encoded, rows, pad_id, device)).logits.float()
+            labels = _padded_labels(encoded, rows, device)
+            kept = labels != IGNORE
+            total_loss += float(torch.nn.functional.cross_entropy(logits[kept], labels[kept], reduction="sum"))
+            correct += int((logits[kept].argmax(dim=-1) == labels[kept]).sum())
+            count += int(kept.sum())
+    model.train(was_training)
+    return {"loss": total_loss / max(count, 1), "accuracy": correct / max(count, 1)}
 
 
 def sha256_text(text: str) -> str:
@@ -259,25 +382,28 @@ class Encoded(NamedTuple):
 
     ids: list[list[int]]
     types: list[list[int]]
-    targets: torch.Tensor  # the class index of each pair
+    targets: torch.Tensor  # each pair's target under the objective
     qids: list[str]
+    relevant: list[bool] = []  # judged relevant (for MRR)
+    token_labels: list[list[int]] = []  # masked-LM targets per token (IGNORE where not masked)
 
 
 def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], targets: torch.Tensor, max_length: int,
-                 qids: Sequence[str] = ()) -> Encoded:
+                 qids: Sequence[str] = (), relevant: Sequence[bool] = ()) -> Encoded:
     """Tokenise (query, text) pairs once, without padding; the text is truncated to fit."""
     if not queries:
-        return Encoded([], [], torch.empty(0, dtype=torch.long), list(qids))
+        return Encoded([], [], targets[:0], list(qids), list(relevant))
     ids, types = tokenize_pairs(tokenizer, queries, texts, "only_second", max_length)
-    return Encoded(ids, types, targets, list(qids))
+    return Encoded(ids, types, targets, list(qids), list(relevant))
 
 
-def encode(tokenizer: Any, examples: Sequence[Examples], split: str, relevant_index: int, max_length: int) -> Encoded:
+def encode(tokenizer: Any, examples: Sequence[Examples], split: str, objective: Objective, max_length: int) -> Encoded:
     """The `split` ("pairs" or "validation") of every source, tokenised; qids are `source<TAB>qid`."""
     pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
-    targets = torch.tensor([relevant_index if p.label else 1 - relevant_index for _, p in pairs], dtype=torch.long)
+    targets = objective.targets([p.level for _, p in pairs], [p.label for _, p in pairs])
     return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.doc_id] for ex, p in pairs],
-                        targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs])
+                        targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs],
+                        [bool(p.label) for _, p in pairs])
 
 
 def collate(encoded: Encoded, rows: Sequence[int], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -299,18 +425,13 @@ def epoch_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gene
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
-def prior_loss(train_targets: torch.Tensor, targets: torch.Tensor, n_classes: int = 2) -> float:
-    """Cross-entropy on `targets` of a model that ignores its input and predicts the training label prior."""
-    prior = torch.bincount(train_targets, minlength=n_classes).double() / len(train_targets)
-    return float(-prior.clamp(min=1e-12).log()[targets].mean()) if len(targets) else float("nan")
-
-
-def validate(model: Any, encoded: Encoded, relevant_index: int, pad_id: int, device: torch.device,
+def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
              dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
-    """Mean cross-entropy of the held-out pairs, and the MRR of each query's first positive among its pairs."""
+    """The objective's mean loss on the held-out pairs, and the MRR of each query's first relevant pair
+    ranked by the objective's score."""
     lengths = [len(ids) for ids in encoded.ids]
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    logits = torch.empty((len(order), 2))
+    logits = torch.empty((len(order), objective.outputs))
     was_training = model.training
     model.eval()
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
@@ -318,17 +439,33 @@ def validate(model: Any, encoded: Encoded, relevant_index: int, pad_id: int, dev
             rows = order[start:start + batch_size]
             logits[rows] = model(**collate(encoded, rows, pad_id, device)).logits.float().cpu()
     model.train(was_training)
-    loss = float(torch.nn.functional.cross_entropy(logits, encoded.targets))
-    scores = logits[:, relevant_index].tolist()
+    loss = float(objective.loss(logits, encoded.targets))
+    scores = objective.score(logits).tolist()
     by_query: dict[str, list[tuple[float, bool]]] = {}
-    for qid, score, target in zip(encoded.qids, scores, encoded.targets.tolist()):
-        by_query.setdefault(qid, []).append((score, target == relevant_index))
+    for qid, score, relevant in zip(encoded.qids, scores, encoded.relevant):
+        by_query.setdefault(qid, []).append((score, relevant))
     reciprocal = []
     for entries in by_query.values():
         ranked = sorted(entries, key=lambda entry: -entry[0])
         first = next((rank for rank, (_, relevant) in enumerate(ranked, start=1) if relevant), None)
         reciprocal.append(1 / first if first else 0.0)
     return {"loss": loss, "mrr": sum(reciprocal) / len(reciprocal)}
+
+
+def objective_for(config: TrainingConfig, examples: Sequence[Examples], relevant_index: int) -> Objective:
+    """The configured objective over the grade levels the sources' qrels use; a grade beyond a mapping stops here."""
+    levels = 1 + max((lv for example in examples for lv in example.record["levels"]), default=1)
+    for setting in ("grade_values", "class_weights"):
+        values = getattr(config, setting)
+        if values is not None and len(values) < levels:
+            example = next(e for e in examples if max(e.record["levels"]) >= len(values))
+            raise ValueError(f"{example.record['files']['qrels']}: grade {max(example.record['levels'])} is outside "
+                             f"the mapping {setting} {list(values)} (levels 0..{len(values) - 1}; negative grades are 0)")
+    mapped = max(len(config.grade_values or ()), len(config.class_weights or ()))
+    return Objective(config.objective, max(levels, mapped), relevant_index,
+                     None if config.class_weights is None else tuple(config.class_weights),
+                     tuple(config.loss_weights),
+                     None if config.grade_values is None else tuple(config.grade_values))
 
 
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
@@ -351,18 +488,34 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     precision = hardware.resolve_precision(config.precision, device)
     dtype = hardware.compute_dtype(precision, device)
     started = time.perf_counter()
-    examples = [load_source(source, config) for source in sources]
+    if config.task != "rank" and len(sources) != 1:
+        raise ValueError(f"task {config.task} pre-trains on one collection's documents, not {len(sources)}")
+    examples = [load_source(source, config) if config.task != "nsp" else load_nsp_source(source, config)
+                for source in sources] if config.task != "mlm" else []
     with deterministic(config.seed):
-        classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
-                                            device=device)
-        n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
-        if n_logits != 2:
-            raise models.CheckpointError(f"{base}: training needs a two-way head, this one has {n_logits} logit(s)")
+        base_meta = models.read_meta(base) if Path(base).is_dir() else {}
+        fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
+        if config.task == "mlm":
+            classifier = models.load_masked_lm(base, num_layers=config.num_layers, device=device)
+        else:
+            objective = objective_for(config, examples, relevant_index=1)
+            classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
+                                                device=device, num_labels=objective.outputs, fresh_head=fresh)
+            n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
+            if n_logits != objective.outputs:
+                raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
+                                             f"logit(s), this head has {n_logits}")
+            objective = dataclasses.replace(objective, relevant_index=classifier.relevant_index)
+        if config.task == "mlm":
+            examples = [load_mlm_source(sources[0], config, classifier.tokenizer)]
         meta = {
             "head": classifier.head,
+            "task": config.task,
             "relevant_index": classifier.relevant_index,
+            "num_labels": None if config.task == "mlm" else objective.outputs,
             "base": str(base),
             "base_fingerprint": classifier.fingerprint,
+            "fresh_head": fresh,
             "num_layers": classifier.model.config.num_hidden_layers,
             "sources": [example.record for example in examples],
             "training": config.as_dict(),
@@ -371,15 +524,31 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
 
-        for source, example in zip(sources, examples):
-            _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
-        relevant = classifier.relevant_index
-        data = encode(classifier.tokenizer, examples, "pairs", relevant, config.max_length)
-        held_out = encode(classifier.tokenizer, examples, "validation", relevant, config.max_length)
         pad = classifier.tokenizer.pad_token_id
         pad_id = 0 if pad is None else int(pad)
+        if config.task == "mlm":
+            data, held_out = examples[0].pairs, examples[0].validation
+            baseline = math.log(classifier.tokenizer.vocab_size)  # a uniform guess over the vocabulary
+
+            def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+                return masked_lm_loss(logits, data, rows, device)
+
+            def evaluate_held_out() -> dict[str, float]:
+                return validate_masked_lm(model, held_out, pad_id, device, dtype)
+        else:
+            for source, example in zip(sources, examples):
+                _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
+            data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length)
+            held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length)
+            baseline = objective.prior_loss(data.targets, held_out.targets)
+
+            def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
+                return objective.loss(logits, data.targets[rows].to(device))
+
+            def evaluate_held_out() -> dict[str, float]:
+                return validate(model, held_out, objective, pad_id, device, dtype)
+        metric = "accuracy" if config.task == "mlm" else "mrr"
         lengths = [len(ids) for ids in data.ids]
-        baseline = prior_loss(data.targets, held_out.targets)
 
         model = classifier.model
         model.train()
@@ -401,12 +570,12 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             """Validate; keep the best weights; True when patience has run out."""
             if not len(held_out.ids):
                 return False
-            result = validate(model, held_out, relevant, pad_id, device, dtype)
+            result = evaluate_held_out()
             entry = {"step": step, "epoch": round(step / steps_per_epoch, 4), "validation_loss": result["loss"],
-                     "validation_mrr": result["mrr"], "prior_loss": baseline}
+                     f"validation_{metric}": result[metric], "prior_loss": baseline}
             checks.append(entry)
             print(f"train {out_dir.name}: step {step}, validation loss {result['loss']:.4f} (prior {baseline:.4f}), "
-                  f"MRR {result['mrr']:.4f}", file=sys.stderr)
+                  f"{metric} {result[metric]:.4f}", file=sys.stderr)
             if not best or result["loss"] < best["entry"]["validation_loss"]:
                 best.update(entry=entry, state={k: v.detach().clone() for k, v in model.state_dict().items()}
                             if config.select == "best" else None)
@@ -422,7 +591,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                 inputs = collate(data, batch, pad_id, device)
                 with autocast:
                     logits = model(**inputs).logits
-                loss = torch.nn.functional.cross_entropy(logits.float(), data.targets[batch].to(device))
+                loss = batch_loss(logits, batch)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
                 lr = scheduler.get_last_lr()[0]
@@ -462,9 +631,9 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
             planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
             validation=None if chosen is None else {
-                "selected_step": chosen["step"], "loss": chosen["validation_loss"], "mrr": chosen["validation_mrr"],
+                "selected_step": chosen["step"], "loss": chosen["validation_loss"], metric: chosen[f"validation_{metric}"],
                 "prior_loss": baseline, "untrained_loss": checks[0]["validation_loss"],
-                "untrained_mrr": checks[0]["validation_mrr"], "last_loss": checks[-1]["validation_loss"],
+                f"untrained_{metric}": checks[0][f"validation_{metric}"], "last_loss": checks[-1]["validation_loss"],
                 "pairs": len(held_out.ids), "select": config.select},
             throughput={"pairs_per_second": round(pairs_seen / train_seconds, 2) if train_seconds else None,
                         "tokens_per_second": round(tokens_seen / train_seconds, 1) if train_seconds else None,
@@ -550,6 +719,8 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--max-pairs": ("max_pairs", int), "--device": ("device", str), "--num-layers": ("num_layers", int),
     "--head": ("head", str), "--precision": ("precision", str), "--validation-fraction": ("validation_fraction", float),
     "--eval-every": ("eval_every", int), "--select": ("select", str), "--patience": ("patience", int),
+    "--task": ("task", str), "--objective": ("objective", str), "--enrich": ("enrich", str),
+    "--nsp-pairs": ("nsp_pairs", str),
 }
 
 
@@ -574,6 +745,8 @@ def parser() -> argparse.ArgumentParser:
                    "stage (default: in turn, each from the previous weights)")
     add_config(p, "training:, the --checkpoint's entry and lineage, its collections' relevant_min_grade")
     p.add_argument("--checkpoint", help="with --config: the finetune checkpoint's name (its base and training:)")
+    p.add_argument("--folds", type=Path, help="folds JSON ({fold: [test qids]}) of a checkpoint with train_fold: it "
+                   "trains on the queries outside that fold")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: the cores this process may use)")
     p.add_argument("--no-bucketing", dest="bucketed", action="store_const", const=False,
                    help="random batches padded to their longest pair (default: length-bucketed)")
@@ -583,6 +756,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reranker.config import ConfigError
+
+    try:
+        return _main(argv)
+    except (ConfigError, FormatError, ValueError, models.CheckpointError) as err:
+        print(f"train: {err}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     single = [args.docs, args.topics, args.qrels, args.run]
     if args.source and any(single):
@@ -616,6 +799,12 @@ def main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
+        if checkpoint.get("train_fold") is not None:
+            if args.folds is None or len(sources) != 1:
+                raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
+                                 "queries: give --folds and one source")
+            sources = [dataclasses.replace(sources[0], train_qids=fold_training_queries(
+                args.folds, checkpoint["train_fold"], sources[0].topics))]
     else:  # settings from flags alone; TrainingConfig's defaults are the schema's
         if args.base is None:
             raise SystemExit("give --base (or --config with --checkpoint)")

@@ -1,0 +1,113 @@
+"""Training objectives of a relevance classifier: what a pair's target is, its loss, and a ranking score.
+
+A pair carries its judged grade, mapped to a grade level: negative grades (Cranfield's -1, "no
+interest") and unjudged documents are level 0, so level = max(grade, 0). The objectives
+(`registry.OBJECTIVES`):
+
+* `binary`: two logits, cross-entropy on relevant (level >= the collection's relevant_min_grade) or not.
+* `multi_label`: one logit per level, binary cross-entropy against the one-hot level (a sigmoid per
+  level, optionally weighted per level: `class_weights`, as BCE's pos_weight).
+* `multi_class_multi_label`: the same logits under two losses, softmax cross-entropy and the
+  multi-label BCE, mixed by `loss_weights`.
+* `regression`: one output, squared error against the level's value in `grade_values`.
+
+Only the train stage uses these; scores are read back by the score stage's rankings
+(`registry.RANKINGS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from reranker import registry
+
+OBJECTIVES = tuple(registry.OBJECTIVES)
+
+
+def level(grade: int) -> int:
+    """A grade's level: negative grades and unjudged documents are 0."""
+    return max(int(grade), 0)
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    levels: int  # grade levels 0..levels-1 (multi-level objectives)
+    relevant_index: int  # the binary head's relevant logit
+    class_weights: tuple[float, ...] | None = None
+    loss_weights: tuple[float, float] = (0.5, 0.5)
+    grade_values: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.name!r}")
+        if self.name == "regression" and self.grade_values is None:
+            raise ValueError("the regression objective needs grade_values (one value per grade level)")
+        if self.class_weights is not None and len(self.class_weights) != self.levels:
+            raise ValueError(f"class_weights has {len(self.class_weights)} values for {self.levels} grade levels")
+
+    @property
+    def outputs(self) -> int:
+        return {"binary": 2, "regression": 1}.get(self.name, self.levels)
+
+    def targets(self, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        """The training target of each pair, from its grade level (binary: from its relevant label)."""
+        if self.name == "binary":
+            relevant = self.relevant_index
+            return torch.tensor([relevant if label else 1 - relevant for label in labels], dtype=torch.long)
+        if self.name == "regression":
+            return torch.tensor([float(self.grade_values[lv]) for lv in levels], dtype=torch.float32)
+        return torch.tensor(list(levels), dtype=torch.long)
+
+    def _bce(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        one_hot = torch.nn.functional.one_hot(targets, self.levels).float()
+        weight = None if self.class_weights is None else torch.tensor(self.class_weights, device=logits.device)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, one_hot, pos_weight=weight)
+
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()
+        if self.name == "binary":
+            return torch.nn.functional.cross_entropy(logits, targets)
+        if self.name == "regression":
+            return torch.nn.functional.mse_loss(logits[:, 0], targets)
+        if self.name == "multi_label":
+            return self._bce(logits, targets)
+        ce, bce = self.loss_weights
+        return ce * torch.nn.functional.cross_entropy(logits, targets) + bce * self._bce(logits, targets)
+
+    def prior_loss(self, train_targets: torch.Tensor, targets: torch.Tensor) -> float:
+        """The loss on `targets` of a constant prediction fitted to the training targets (the label prior)."""
+        if not len(targets):
+            return math.nan
+        if self.name == "regression":
+            constant = torch.full((len(targets), 1), float(train_targets.float().mean()))
+        else:
+            n = self.outputs
+            prior = (torch.bincount(train_targets, minlength=n).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
+            if self.name == "multi_label":  # independent sigmoids: each at its level's frequency
+                row = torch.log(prior / (1 - prior))
+            else:  # softmax at the prior (the BCE half of multi_class_multi_label is not at its own optimum)
+                row = prior.log()
+            constant = row.float().expand(len(targets), n)
+        with torch.no_grad():
+            return float(self.loss(constant, targets))
+
+    def score(self, logits: torch.Tensor) -> torch.Tensor:
+        """A ranking score for validation: the relevant logit, the predicted level (argmax ranking), or the value."""
+        logits = logits.float()
+        if self.name == "binary":
+            return logits[:, self.relevant_index]
+        if self.name == "regression":
+            return logits[:, 0]
+        return argmax_score(logits)
+
+
+def argmax_score(logits: torch.Tensor) -> torch.Tensor:
+    """The predicted level, ties within a level broken by that level's probability: level + p in [level, level+1)."""
+    probabilities = torch.softmax(logits.float(), dim=1)
+    best = probabilities.argmax(dim=1)
+    return best.float() + probabilities.gather(1, best[:, None])[:, 0].clamp(max=1 - 1e-6)
