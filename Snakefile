@@ -40,6 +40,7 @@ include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/neural.smk"
+include: "workflow/rules/radboud.smk"
 include: "workflow/rules/tables.smk"
 
 

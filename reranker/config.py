@@ -131,6 +131,11 @@ def _fill_entries(config: dict) -> dict:
         if isinstance(entry_schema, Mapping) and isinstance(config.get(key), Mapping):
             entry_defaults = defaults(entry_schema)
             config[key] = {name: merge(entry_defaults, entry) for name, entry in config[key].items()}
+    radboud = _schema()["properties"]["radboud"]["properties"]
+    for key in ("pretraining", "variants"):  # named entries of the Radboud section
+        entry_defaults = defaults(radboud[key]["additionalProperties"])
+        section = config.get("radboud", {})
+        section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
     return config
 
 
@@ -158,6 +163,20 @@ def _check_references(config: Mapping) -> None:
                  for where, c in named if c not in collections]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
+    radboud = config["radboud"]
+    if radboud["collection"]:
+        if radboud["collection"] not in collections:
+            problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
+        used += [("radboud/base", radboud["base"])]
+        problems += [f"  radboud/measures: {m!r} is not among measures ({', '.join(config['measures'])})"
+                     for m in radboud["measures"] if m not in config["measures"]]
+        problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
+                     for name, spec in radboud["variants"].items()
+                     if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
+        problems += [f"  radboud/variants/{name}/tables: unknown table {table!r} (radboud/tables: "
+                     f"{', '.join(radboud['tables'])})"
+                     for name, spec in radboud["variants"].items() for table in spec["tables"]
+                     if table not in radboud["tables"]]
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
     problems += [f"  {where}: unknown checkpoint {c!r} (known: {', '.join(sorted(checkpoints))})"
                  for where, c in used if c not in checkpoints]
@@ -165,9 +184,42 @@ def _check_references(config: Mapping) -> None:
         raise ConfigError("configuration names what no registry holds:\n" + "\n".join(problems))
 
 
+def radboud_checkpoint(variant: str, point: int, fold: str) -> str:
+    """The name of a Radboud reranker: variant, grid point (1-based) and fold."""
+    return f"radboud-{variant}-g{point}-f{fold}"
+
+
+def pretrained_checkpoint(name: str) -> str:
+    return f"radboud-pretrain-{name}"
+
+
+def _radboud_checkpoints(config: Mapping) -> dict:
+    """The checkpoints the Radboud section implies: each pre-training, and each variant x grid point x fold."""
+    section = config.get("radboud") or {}
+    collection = section.get("collection")
+    if not collection:
+        return {}
+    entries = {}
+    for name, spec in section.get("pretraining", {}).items():
+        entries[pretrained_checkpoint(name)] = {
+            "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
+            "mix": False, "training": merge(section.get("training", {}), spec["training"])}
+    for name, spec in section.get("variants", {}).items():
+        base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
+        for point, values in enumerate(section["grid"], start=1):
+            for fold in section["folds"]:
+                training = merge(merge(section.get("training", {}), values), spec.get("training", {}))
+                entries[radboud_checkpoint(name, point, fold)] = {
+                    "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
+                    "train_fold": fold, "training": training}
+    return entries
+
+
 def resolve(config: Mapping, expand: bool = True) -> dict:
-    """Schema defaults under `config`, registry entries filled, validated, `${VAR}` expanded."""
+    """Schema defaults under `config`, registry entries filled, the Radboud checkpoints added, validated,
+    `${VAR}` expanded."""
     resolved = _fill_entries(merge(defaults(), config))
+    resolved["checkpoints"] = {**resolved["checkpoints"], **_radboud_checkpoints(resolved)}
     validate(resolved)
     return expand_vars(resolved) if expand else resolved
 

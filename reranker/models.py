@@ -207,10 +207,10 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
 
             net = AutoModel.from_pretrained(source, add_pooling_layer=False, **overrides)
         elif head == "mean_pooling":
-            overrides.setdefault("num_labels", int(meta.get("num_labels", 2)))
+            overrides.setdefault("num_labels", int(meta.get("num_labels") or 2))
             net = mean_pooled_class().from_pretrained(source, **overrides)
         else:
-            if "num_labels" not in meta:
+            if not meta.get("num_labels"):
                 from transformers import AutoConfig
 
                 config = AutoConfig.from_pretrained(source)
@@ -234,7 +234,7 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
     net.to(device)
     n_logits = {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(net.config.num_labels)
     if relevant_index is None:  # a head of a new size: its top grade level (two-way: 1; one output: 0)
-        same_head = int(meta.get("num_labels", 2)) == n_logits
+        same_head = int(meta.get("num_labels") or 2) == n_logits
         relevant_index = int(meta["relevant_index"]) if same_head and "relevant_index" in meta else n_logits - 1
     if not 0 <= relevant_index < n_logits:
         raise CheckpointError(f"relevant_index {relevant_index} is out of range for a head with {n_logits} logits")

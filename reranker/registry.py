@@ -54,11 +54,13 @@ SCORE_KINDS: dict[str, str] = {
     "logit": "the relevant class's logit, as Birch",
     "log_prob": "the relevant class's log-probability",
     "cosine": "a bi-encoder's cosine (bi_encoder heads only)",
+    "argmax": "the predicted class (grade level), ties broken by its probability: level + p",
 }
 
 UNITS: dict[str, str] = {
     "sentences": "pysbd sentences, cut into windows where query + sentence exceed the token budget",
     "passages": "fixed word windows with a stride, optionally prefixed by the title",
+    "documents": "the whole document, title and text, one unit (truncated by the scorer)",
 }
 
 # What a fine-tuned classifier learns from a judged pair; see reranker.objectives.

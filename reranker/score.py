@@ -54,6 +54,7 @@ from reranker.batching import pad_batch, tokenize_pairs
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import FormatError
+from reranker.formats.folds import read_folds
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
 from reranker.formats.segments import Segments, read_segments
@@ -62,7 +63,7 @@ from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
 from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads
 from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
-from reranker.registry import SCORE_KINDS
+from reranker.registry import RANKINGS, SCORE_KINDS
 
 KINDS = tuple(SCORE_KINDS)  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
@@ -237,6 +238,10 @@ class Scorer:
     def _kept(self, logits: torch.Tensor) -> torch.Tensor:
         logits = logits.float()
         index = self.classifier.relevant_index
+        if self.kind == "argmax":
+            probabilities = torch.softmax(logits, dim=1)
+            best = probabilities.argmax(dim=1)
+            return best.float() + probabilities.gather(1, best[:, None])[:, 0].clamp(max=1 - 1e-6)
         if self.kind == "logit":
             return logits[:, index]
         if logits.shape[1] == 1:
@@ -371,10 +376,12 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
               cache_dir: str | os.PathLike | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
               device: str = "auto", max_length: int | None = None, num_layers: int | None = None,
               threads: int | None = None, qrels_path: str | os.PathLike | None = None,
-              head: str | None = None, relevant_index: int | None = None) -> dict[str, Any]:
+              head: str | None = None, relevant_index: int | None = None,
+              queries: frozenset[str] | None = None) -> dict[str, Any]:
     """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta.
 
     With `qrels_path`, only queries that have judgments are scored: the others cannot be evaluated.
+    With `queries`, only those (a fold's test queries).
     """
     started = time.perf_counter()
     resolve_source(checkpoint)  # a missing checkpoint fails before the inputs are read
@@ -382,6 +389,8 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
     if qrels_path is not None:
         judged = read_qrels(qrels_path).keys()
         run = {qid: docs for qid, docs in run.items() if qid in judged}
+    if queries is not None:
+        run = {qid: docs for qid, docs in run.items() if qid in queries}
     topics = read_topics_tsv(topics_path)
     pairs = make_pairs(run, topics, read_segments(segments_path), candidates, segments_path)
     classifier = load_classifier(checkpoint, head=head, relevant_index=relevant_index, num_layers=num_layers)
@@ -405,7 +414,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
         "model_seconds": round(counts["model_seconds"], 3),
         "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path),
                    "qrels": str(qrels_path) if qrels_path is not None else None},
-        "queries": len(run),
+        "queries": len(run), "relevant_index": classifier.relevant_index,
     }
     write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
@@ -421,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
     add_config(parser, "score, segment.candidates, the checkpoint's entry; the cache under run_dir")
+    parser.add_argument("--experiment", choices=("birch", "radboud"), default="birch",
+                        help="whose candidates K and max length: segment: (Birch) or radboud:")
+    parser.add_argument("--ranking", choices=RANKINGS, help="radboud: how a document is ranked from the logits")
+    parser.add_argument("--folds", help="folds JSON: score only the test queries of the checkpoint's train_fold")
     args = parser.parse_args(argv)
     from reranker.config import ConfigError, load_config
     from reranker.workflow import PATTERNS, Experiment
@@ -431,15 +444,31 @@ def main(argv: list[str] | None = None) -> int:
         entry = experiment.checkpoint(args.checkpoint)
         settings = config["score"]
         kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
+        candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
+        if args.experiment == "radboud":
+            candidates, max_length = config["radboud"]["candidates"], args.max_length or config["radboud"]["max_length"]
+            ranking = args.ranking or "relevant"
+            kind = "argmax" if ranking == "argmax" else "logit"
+            relevant_index = int(ranking.removeprefix("label")) if ranking.startswith("label") else None
+        queries = None
+        if entry.get("train_fold") is not None:
+            if not args.folds:
+                raise ValueError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
+                                 "queries: give --folds to score its test queries only")
+            folds = read_folds(args.folds)
+            if entry["train_fold"] not in folds:
+                raise FormatError(args.folds, None, f"no fold {entry['train_fold']!r} (folds: {', '.join(folds)})")
+            queries = frozenset(folds[entry["train_fold"]])
         cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
         fetched = entry["source"] == "hf"
         meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
-                         candidates=config["segment"]["candidates"], kind=kind, batch_size=settings["batch_size"],
+                         candidates=candidates, kind=kind, batch_size=settings["batch_size"],
                          precision=settings["precision"], cache_dir=cache_dir, shard_size=args.shard_size,
-                         device=settings["device"], max_length=args.max_length,
+                         device=settings["device"], max_length=max_length, queries=queries,
                          num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
                          qrels_path=args.qrels, head=entry.get("head") if fetched else None,
-                         relevant_index=entry.get("relevant_index") if fetched else None)
+                         relevant_index=relevant_index if relevant_index is not None else
+                         entry.get("relevant_index") if fetched else None)
     except (ConfigError, CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
         print(f"score: {err}", file=sys.stderr)
         return 1

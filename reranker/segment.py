@@ -200,6 +200,9 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
 
         def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
             return sentence_units(doc_id, title, body, splitter, tok, budget)
+    elif unit == "documents":
+        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
+            return [Unit(doc_id, 0, f"{title} {body}".strip())]
     else:
         meta.update(passages={"length": passage_length, "stride": passage_stride, "title": passage_title})
 
@@ -220,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
     add_config(parser, "segment; the tokenizer of birch.checkpoints' first")
+    parser.add_argument("--experiment", choices=("birch", "radboud"), default="birch",
+                        help="whose candidates K: segment: (Birch) or radboud:")
     args = parser.parse_args(argv)
     from reranker.config import ConfigError, load_config
     from reranker.workflow import Experiment
@@ -227,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         settings, tokenizer = config["segment"], Experiment(config).tokenizer or DEFAULT_TOKENIZER
-        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=settings["candidates"],
+        candidates = settings["candidates"] if args.experiment == "birch" else config["radboud"]["candidates"]
+        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
                        tokenizer=tokenizer, max_length=settings["max_length"],
                        passage_length=settings["passages"]["length"], passage_stride=settings["passages"]["stride"],
                        passage_title=settings["passages"]["title"])

@@ -24,6 +24,7 @@ from reranker.formats.text import file_sha256
 from reranker.significance import paired_ttest
 
 SIGNIFICANT = "†"
+SECOND_SIGNIFICANT = "‡"
 MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
 
 
@@ -138,15 +139,16 @@ def _tex(text: str) -> str:
 
 
 def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
-               baseline: Evaluation | None = None, alpha: float = 0.05) -> None:
-    """Add one system's aggregate values; mark cells that differ from `baseline` at p < alpha."""
+               baseline: Evaluation | None = None, alpha: float = 0.05, second: Evaluation | None = None) -> None:
+    """Add one system's aggregate values; mark cells that differ from `baseline` (and `second`: ‡) at p < alpha."""
     for measure in table.measures:
         if measure not in evaluation.aggregate:
             continue
         mark = ""
-        if baseline is not None and measure in baseline.per_query:
-            _, p, _ = paired_ttest(evaluation.per_query[measure], baseline.per_query[measure])
-            mark = SIGNIFICANT if p < alpha else ""
+        for reference, symbol in ((baseline, SIGNIFICANT), (second, SECOND_SIGNIFICANT)):
+            if reference is not None and measure in reference.per_query:
+                _, p, _ = paired_ttest(evaluation.per_query[measure], reference.per_query[measure])
+                mark += symbol if p < alpha else ""
         table.add(row, group, measure, evaluation.aggregate[measure], mark)
 
 
@@ -237,6 +239,33 @@ def checkpoint_note(label: str, meta: Mapping) -> str:
             f"queries; {meta.get('pairs')} training pairs, {meta.get('dtype', 'float32')}.")
 
 
+def folds_note(label: str, metas: Sequence[Mapping]) -> str:
+    """Checkpoints trained per fold: their mean held-out loss against the mean label prior."""
+    checked = [m["validation"] for m in metas if m.get("validation")]
+    steps = sorted({m.get("steps") for m in metas})
+    if not checked:
+        return f"{label}: {len(metas)} folds, {'/'.join(map(str, steps))} steps, no held-out validation."
+    loss = sum(v["loss"] for v in checked) / len(checked)
+    prior = sum(v["prior_loss"] for v in checked) / len(checked)
+    below = sum(v["loss"] < v["prior_loss"] for v in checked)
+    return (f"{label}: {len(metas)} folds, {'/'.join(map(str, steps))} steps; held-out loss {loss:.3f} (mean), "
+            f"label prior {prior:.3f}; below the prior on {below} of {len(checked)} folds.")
+
+
+def pretraining_table(specs: Sequence[str], caption: str) -> Table:
+    """Rows: pre-trained checkpoints; cells: held-out token accuracy (mlm) or loss, before and after."""
+    table = Table(caption, ["held-out"], ["before", "after", "loss"], row_header="Pre-training", bold_best=False)
+    for spec in specs:
+        label, path = spec.split(":", 1)
+        meta = json.loads(Path(path).read_text())
+        v = meta.get("validation") or {}
+        metric = "accuracy" if "accuracy" in v else "mrr"
+        table.add(label, "held-out", "before", v.get(f"untrained_{metric}", math.nan))
+        table.add(label, "held-out", "after", v.get(metric, math.nan))
+        table.add(label, "held-out", "loss", v.get("loss", math.nan))
+    return table
+
+
 def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
     """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
     import subprocess
@@ -291,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--row-header", default="System")
     results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
+    results.add_argument("--second-baseline-row", help="a second such row, marked ‡")
     results.add_argument("--measures", nargs="+", required=True, help="the columns of each group (config: measures)")
     results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
     results.add_argument("--meta", nargs="*", default=[],
@@ -299,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
                          help="fine-tuned checkpoints: a note per checkpoint on its held-out loss against the label prior")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
     stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
-    for command in (results, stats):
+    pretraining = sub.add_parser("pretraining", help="held-out token accuracy (mlm) or loss (nsp) of pre-trained checkpoints")
+    pretraining.add_argument("--checkpoints", nargs="+", required=True, metavar="LABEL:reranker.json")
+    for command in (results, stats, pretraining):
         command.add_argument("--caption", default="")
         command.add_argument("--note", action="append", default=[], help="a line under the table")
         command.add_argument("--out", required=True, help="output path without suffix")
@@ -319,14 +351,21 @@ def main(argv: list[str] | None = None) -> int:
         groups = list(dict.fromkeys(g for g, _, _ in entries))
         table = Table(args.caption, groups, args.measures, row_header=args.row_header, bold_best=not args.no_bold)
         baselines = {g: e for g, r, e in entries if r == args.baseline_row}
+        seconds = {g: e for g, r, e in entries if r == args.second_baseline_row}
         for group, row, evaluation in entries:
-            add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None)
+            add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None,
+                       second=seconds.get(group) if row not in (args.second_baseline_row, args.baseline_row) else None)
         if args.baseline_row:
-            table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}.")
+            table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}"
+                               + (f"; {SECOND_SIGNIFICANT} against {args.second_baseline_row}." if args.second_baseline_row
+                                  else "."))
         if args.figure:
             chosen = per_query_difference_figure(entries, args.baseline_row, args.figure)
             table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
                                f"{Path(args.figure).name}.")
+    elif args.kind == "pretraining":
+        table = pretraining_table(args.checkpoints, args.caption)
+        inputs += [spec.split(":", 1)[1] for spec in args.checkpoints]
     else:
         collected = {}
         for spec in args.stats:
@@ -335,12 +374,13 @@ def main(argv: list[str] | None = None) -> int:
             inputs.append(path)
         table = stats_table(collected, args.caption)
     table.notes += args.note
-    trained = {}
-    for spec in getattr(args, "checkpoints", []):
+    trained: dict[str, list[dict]] = {}
+    for spec in getattr(args, "checkpoints", []) if args.kind == "results" else []:
         label, path = spec.split(":", 1)
-        trained[label] = json.loads(Path(path).read_text())
-        table.notes.append(checkpoint_note(label, trained[label]))
+        trained.setdefault(label, []).append(json.loads(Path(path).read_text()))
         inputs.append(path)
+    for label, metas in trained.items():  # one checkpoint per label, or one per fold (a summary)
+        table.notes.append(checkpoint_note(label, metas[0]) if len(metas) == 1 else folds_note(label, metas))
     written = table.write(args.out, [f for f in args.formats if not (args.kind == "stats" and f == "md")])
     if args.kind == "stats" and "md" in args.formats:
         md = Path(args.out).with_suffix(".md")
@@ -355,9 +395,10 @@ def main(argv: list[str] | None = None) -> int:
                 models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
             extra["models"] = models
         if trained:
-            extra["checkpoints"] = {label: {key: meta.get(key) for key in
-                                            ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")}
-                                    for label, meta in trained.items()}
+            fields = ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")
+            extra["checkpoints"] = {label: [{key: meta.get(key) for key in fields} for meta in metas]
+                                    if len(metas) > 1 else {key: metas[0].get(key) for key in fields}
+                                    for label, metas in trained.items()}
         write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra))
         written.append(Path(args.numbers))
     for path in written:

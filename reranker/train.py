@@ -266,6 +266,13 @@ def _corpus(source: Source) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]
     return docs, record
 
 
+def capped(items: list, config: TrainingConfig) -> list:
+    """At most `max_pairs` of the items (pairs or documents), a seeded sample in their order."""
+    if config.max_pairs is None or len(items) <= config.max_pairs:
+        return items
+    return [items[i] for i in sorted(random.Random(config.seed).sample(range(len(items)), config.max_pairs))]
+
+
 def load_nsp_source(source: Source, config: TrainingConfig) -> Examples:
     """Next-sentence pairs of a source's documents: pairs from `pretrain_fraction` of them, validation from the rest."""
     docs, record = _corpus(source)
@@ -280,7 +287,7 @@ def load_nsp_source(source: Source, config: TrainingConfig) -> Examples:
             pairs.append(TrainingPair(first, second, pair.label, pair.label))
         return pairs
 
-    pairs, validation = as_pairs(trained), as_pairs(held)
+    pairs, validation = capped(as_pairs(trained), config), capped(as_pairs(held), config)
     record.update(pairs=len(pairs), positives=sum(p.label for p in pairs), validation_pairs=len(validation),
                   nsp_pairs=config.nsp_pairs, levels=[0, 1])
     return Examples(pairs, validation, texts, texts, record)
@@ -298,7 +305,7 @@ def load_mlm_source(source: Source, config: TrainingConfig, tokenizer: Any) -> E
         return Encoded(result.ids, [[0] * len(ids) for ids in result.ids], torch.empty(0), list(doc_ids),
                        token_labels=result.labels)
 
-    train_part, held_part = masked(trained, 0), masked(held, 1)
+    train_part, held_part = masked(capped(trained, config), 0), masked(capped(held, config), 1)
     record.update(pairs=len(trained), validation_pairs=len(held), mask_probability=config.mask_probability,
                   consecutive_masking=config.consecutive_masking,
                   masked_tokens=sum(label != IGNORE for labels in train_part.token_labels for label in labels))
@@ -389,21 +396,22 @@ class Encoded(NamedTuple):
 
 
 def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], targets: torch.Tensor, max_length: int,
-                 qids: Sequence[str] = (), relevant: Sequence[bool] = ()) -> Encoded:
+                 qids: Sequence[str] = (), relevant: Sequence[bool] = (), truncation: str = "only_second") -> Encoded:
     """Tokenise (query, text) pairs once, without padding; the text is truncated to fit."""
     if not queries:
         return Encoded([], [], targets[:0], list(qids), list(relevant))
-    ids, types = tokenize_pairs(tokenizer, queries, texts, "only_second", max_length)
+    ids, types = tokenize_pairs(tokenizer, queries, texts, truncation, max_length)
     return Encoded(ids, types, targets, list(qids), list(relevant))
 
 
-def encode(tokenizer: Any, examples: Sequence[Examples], split: str, objective: Objective, max_length: int) -> Encoded:
+def encode(tokenizer: Any, examples: Sequence[Examples], split: str, objective: Objective, max_length: int,
+           truncation: str = "only_second") -> Encoded:
     """The `split` ("pairs" or "validation") of every source, tokenised; qids are `source<TAB>qid`."""
     pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
     targets = objective.targets([p.level for _, p in pairs], [p.label for _, p in pairs])
     return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.doc_id] for ex, p in pairs],
                         targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs],
-                        [bool(p.label) for _, p in pairs])
+                        [bool(p.label) for _, p in pairs], truncation)
 
 
 def collate(encoded: Encoded, rows: Sequence[int], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -536,10 +544,13 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             def evaluate_held_out() -> dict[str, float]:
                 return validate_masked_lm(model, held_out, pad_id, device, dtype)
         else:
+            # A query is kept whole; a sentence pair (nsp) is cut on its longer side.
+            truncation = "longest_first" if config.task == "nsp" else "only_second"
             for source, example in zip(sources, examples):
-                _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
-            data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length)
-            held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length)
+                if config.task == "rank":
+                    _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
+            data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
+            held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
             baseline = objective.prior_loss(data.targets, held_out.targets)
 
             def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:

@@ -11,8 +11,8 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reranker.config import checkpoint_config, slug, training_config
-from reranker.registry import AGGREGATORS, FIRST_STAGES
+from reranker.config import checkpoint_config, pretrained_checkpoint, radboud_checkpoint, slug, training_config
+from reranker.registry import AGGREGATORS, FIRST_STAGES, RANKINGS
 
 # Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
 PATTERNS = {
@@ -33,6 +33,8 @@ PATTERNS = {
     "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
     "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
     "fusion_dir": "work/fusion",
+    "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
+    "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
     "log": "logs/{stage}/{name}.log",
     # What a run publishes, mirrored in the reference folder (results/ for the default).
     "table": "tables/{table}.md",
@@ -155,15 +157,114 @@ class Experiment:
         return sources
 
     def training_inputs(self, name: str) -> list[str]:
-        """Files a training job reads: its base's marker (if fine-tuned) and each source's files."""
+        """Files a training job reads: its base's marker (if fine-tuned), each source's files, and the
+        folds of a checkpoint trained on one fold's training queries."""
         files = self.checkpoint_files(self.checkpoint(name)["base"])
-        return files + [path for _, paths in self.training_sources(name) for path in paths.values()]
+        files += [path for _, paths in self.training_sources(name) for path in paths.values()]
+        return files + ([self.fold_file(name)] if self.checkpoint(name).get("train_fold") else [])
+
+    def fold_file(self, name: str) -> str:
+        """The folds JSON of a per-fold checkpoint's collection."""
+        return self.layout.path("work_folds", collection=slug(self.checkpoint(name)["train_on"][0]))
 
     def retrieval_inputs(self, collection_slug: str, first_stage: str) -> dict[str, str]:
         """Per-fold parameters need the collection's folds."""
         if self.fold_overrides(self.slug_to_id[collection_slug], first_stage):
             return {"folds": self.layout.path("work_folds", collection=collection_slug)}
         return {}
+
+    # The Radboud thesis' tables ----------------------------------------------------------------
+    @property
+    def radboud(self) -> dict | None:
+        section = self.config["radboud"]
+        return section if section["collection"] else None
+
+    @property
+    def radboud_slug(self) -> str:
+        return slug(self.radboud["collection"])
+
+    def radboud_ranking_tables(self) -> list[str]:
+        return [t for t in self.radboud["tables"] if any(t in v["tables"] for v in self.radboud["variants"].values())]
+
+    def radboud_pretraining_tables(self) -> list[str]:
+        return [t for t in self.radboud["tables"] if any(t in p["tables"] for p in self.radboud["pretraining"].values())]
+
+    def radboud_point_label(self, point: int) -> str:
+        """A grid point's column: its learning rate and epochs."""
+        training = training_config(self.config, radboud_checkpoint(next(iter(self.radboud["variants"])), point,
+                                                                   self.radboud["folds"][0]))
+        epochs = training["epochs"]
+        return f"lr {training['learning_rate']:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}"
+
+    @property
+    def radboud_points(self) -> list[int]:
+        return list(range(1, len(self.radboud["grid"]) + 1))
+
+    def radboud_rows(self, table: str) -> list[tuple[str, str, str]]:
+        """(row label, variant, ranking) of a ranking table, in the configuration's order."""
+        rows = []
+        for name, spec in self.radboud["variants"].items():
+            if table in spec["tables"]:
+                rankings = spec["rankings"]
+                rows += [(spec["label"] if len(rankings) == 1 and r == "relevant" else f"{spec['label']}, by {r}", name, r)
+                         for r in rankings]
+        return rows
+
+    def radboud_run(self, variant: str, point: int, ranking: str) -> str:
+        return f"radboud.{variant}.g{point}.{ranking}"
+
+    def radboud_fold_scores(self, variant: str, point: int, ranking: str) -> list[str]:
+        section = self.radboud
+        return [self.layout.path("radboud_scores", collection=self.radboud_slug, first_stage=section["first_stage"],
+                                 k=section["candidates"], ranking=ranking,
+                                 checkpoint=radboud_checkpoint(variant, point, fold)) for fold in section["folds"]]
+
+    def radboud_evals(self, table: str) -> list[str]:
+        first = self.layout.path("eval", collection=self.radboud_slug, run=self.radboud["first_stage"])
+        return [first] + [self.layout.path("eval", collection=self.radboud_slug, run=self.radboud_run(v, point, r))
+                          for point in self.radboud_points for _, v, r in self.radboud_rows(table)]
+
+    def radboud_specs(self, table: str) -> str:
+        first_label = FIRST_STAGES[self.radboud["first_stage"]].label
+        first = self.layout.path("eval", collection=self.radboud_slug, run=self.radboud["first_stage"])
+        specs = []
+        for point in self.radboud_points:
+            group = self.radboud_point_label(point)
+            specs.append(f"{group}:{first_label}:{first}")
+            specs += [f"{group}:{label}:{self.layout.path('eval', collection=self.radboud_slug, run=self.radboud_run(v, point, r))}"
+                      for label, v, r in self.radboud_rows(table)]
+        return " ".join(shlex.quote(spec) for spec in specs)
+
+    def radboud_baseline_row(self, table: str) -> str | None:
+        """The baseline reranker's row (the first variant's first ranking), if the table has it."""
+        rows = self.radboud_rows(table)
+        first = next(iter(self.radboud["variants"]))
+        return next((label for label, v, _ in rows if v == first), None)
+
+    def radboud_checkpoint_metas(self, table: str) -> list[tuple[str, str]]:
+        """(label, reranker.json) of every per-fold checkpoint behind a ranking table (grid point 1)."""
+        variants = dict.fromkeys(v for _, v, _ in self.radboud_rows(table))
+        return [(self.radboud["variants"][v]["label"], self.layout.path("checkpoint_meta", checkpoint=radboud_checkpoint(v, 1, f)))
+                for v in variants for f in self.radboud["folds"]]
+
+    def radboud_pretrainings(self, table: str) -> list[tuple[str, str]]:
+        """(label, reranker.json) of the pre-trained checkpoints of a pre-training table."""
+        return [(spec.get("label", name), self.layout.path("checkpoint_meta", checkpoint=pretrained_checkpoint(name)))
+                for name, spec in self.radboud["pretraining"].items() if table in spec["tables"]]
+
+    def radboud_caption(self, table: str) -> str:
+        section = self.radboud
+        base = self.hub_model(section["base"])
+        first = FIRST_STAGES[section["first_stage"]].label
+        training = training_config(self.config, radboud_checkpoint(next(iter(section["variants"])), 1, section["folds"][0]))
+        grid = "; ".join(self.radboud_point_label(p) for p in self.radboud_points)
+        return (f"{section['tables'][table]}. {section['collection']}, {first} top {section['candidates']} reranked "
+                f"(the rest kept in order), one classifier per fold trained on that fold's training queries "
+                f"({len(section['folds'])} folds, test queries pooled); model {base} "
+                f"(max length {training['max_length']}, batch {training['batch_size']}, "
+                f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
+                f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
+                f"grid: {grid}. nDCG gains are ir_datasets' grades with -1 as 0.")
 
     # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
     # reruns a job when one of its own settings changes, and only then.
@@ -183,14 +284,15 @@ class Experiment:
         if stage == "evaluate":
             return {"measures": self.measures_for(cid)}
         if stage == "segment":
-            return {**config["segment"], "tokenizer": self.tokenizer}
+            return {**config["segment"], "tokenizer": self.tokenizer, "radboud_candidates": config["radboud"]["candidates"]}
         if stage == "train":
             base = self.checkpoint(self.checkpoint(checkpoint)["base"])
             return {"training": training_config(config, checkpoint), "checkpoint": self.checkpoint(checkpoint),
                     "base": base, "grades": {c: config["collections"][c]["relevant_min_grade"]
                                              for c in self.checkpoint(checkpoint)["train_on"]}}
         if stage == "score":
-            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint)}
+            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint),
+                    "radboud": {key: config["radboud"][key] for key in ("candidates", "max_length")}}
         if stage == "fuse":
             return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
         if stage == "compare":

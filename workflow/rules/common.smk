@@ -2,8 +2,9 @@
 # resolved configuration (settings) and the files it reads and writes (paths). `python` is the
 # environment's: the suite's venv (the Makefile puts it first on PATH), conda's or the container's.
 import os
+import shlex
 
-from reranker.registry import AGGREGATORS, FIRST_STAGES, UNITS, wildcard_pattern
+from reranker.registry import AGGREGATORS, FIRST_STAGES, RANKINGS, UNITS, wildcard_pattern
 
 P = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
 PATH = EXP.layout.path  # the same, filled

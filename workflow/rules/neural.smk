@@ -43,9 +43,10 @@ rule train:
             f"--source {cid}:{p['docs']}:{p['topics']}:{p['qrels']}:{p['run']}" for cid, p in EXP.training_sources(w.checkpoint)
         ),
         out=lambda w, output: os.path.dirname(output[0]),
+        folds=lambda w: f"--folds {EXP.fold_file(w.checkpoint)}" if EXP.checkpoint(w.checkpoint).get("train_fold") else "",
     shell:
         "python -m reranker train --config {params.config} --checkpoint {wildcards.checkpoint} {params.sources}"
-        " --threads {threads} --out {params.out} 2> {log}"
+        " {params.folds} --threads {threads} --out {params.out} 2> {log}"
 
 
 rule score:

@@ -1,0 +1,119 @@
+"""The Radboud thesis' training strategies: enrichment, objectives, pre-training data, per-fold queries, config."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from reranker import objectives, pretraining
+from reranker.config import load_config, radboud_checkpoint
+from reranker.formats.errors import FormatError
+from reranker.train import DEFAULT_TRAINING, Examples, candidate_pool, fold_training_queries, objective_for
+from reranker.workflow import Experiment
+
+
+def test_candidate_pool_enrich_modes():
+    ranked, relevant = ["a", "b", "c", "d"], {"b", "x", "y"}
+    assert candidate_pool(ranked, relevant, "none") == ["a", "b", "c", "d"]
+    assert candidate_pool(ranked, relevant, "add") == ["a", "b", "c", "d", "x", "y"]
+    # swap: the two missed relevant documents replace the two lowest-ranked non-relevant candidates
+    assert candidate_pool(ranked, relevant, "swap") == ["a", "b", "x", "y"]
+    with pytest.raises(ValueError, match="enrich"):
+        candidate_pool(ranked, relevant, "double")
+
+
+def test_objectives_losses_and_priors():
+    levels, labels = [0, 0, 0, 4, 2], [0, 0, 0, 1, 1]
+    for name, extra in [("binary", {}), ("multi_label", {"class_weights": (1, 50, 50, 20, 50)}),
+                        ("multi_class_multi_label", {"loss_weights": (0.8, 0.2)}),
+                        ("regression", {"grade_values": (0, 1, 2, 3, 4)})]:
+        objective = objectives.Objective(name, 5, 1, **extra)
+        targets = objective.targets(levels, labels)
+        logits = torch.zeros(len(levels), objective.outputs, requires_grad=True)
+        loss = objective.loss(logits, targets)
+        loss.backward()
+        assert math.isfinite(float(loss.detach())) and logits.grad.abs().sum() > 0
+        assert math.isfinite(objective.prior_loss(targets, targets))
+        assert objective.score(logits.detach()).shape == (len(levels),)
+    with pytest.raises(ValueError, match="grade_values"):
+        objectives.Objective("regression", 5, 1)
+
+
+def test_argmax_score_orders_by_level_then_confidence():
+    logits = torch.tensor([[5.0, 0, 0], [0, 0, 2.0], [0, 0, 5.0], [0, 3.0, 0]])
+    order = objectives.argmax_score(logits).argsort(descending=True).tolist()
+    assert order == [2, 1, 3, 0]
+
+
+def test_a_grade_outside_the_mapping_names_the_qrels_file():
+    example = Examples([], [], {}, {}, {"levels": [0, 1, 2, 3, 4, 6], "files": {"qrels": "odd/qrels.txt"}})
+    config = DEFAULT_TRAINING.__class__(objective="regression", grade_values=(0, 1, 2, 3, 4))
+    with pytest.raises(ValueError, match="odd/qrels.txt: grade 6 is outside the mapping grade_values"):
+        objective_for(config, [example], relevant_index=1)
+
+
+def test_fold_queries_not_in_the_collection_name_the_folds_file(tmp_path):
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("1\tone\n2\ttwo\n3\tthree\n4\tfour\n")
+    folds = tmp_path / "folds.json"
+    folds.write_text(json.dumps({"1": ["1", "2"], "2": ["3", "4"]}))
+    assert fold_training_queries(folds, "1", topics) == {"3", "4"}
+    folds.write_text(json.dumps({"1": ["1", "2"], "2": ["3", "99"]}))
+    with pytest.raises(FormatError, match=r"folds.json.*not in the collection's topics.*99"):
+        fold_training_queries(folds, "1", topics)
+
+
+class WordTokenizer:
+    """Enough of a tokenizer for masking: ids per word, [CLS]=1 [SEP]=2 [MASK]=3."""
+
+    all_special_ids = [0, 1, 2, 3]
+    mask_token_id = 3
+    vocab_size = 1000
+
+    def __call__(self, texts, truncation=True, max_length=512):
+        return {"input_ids": [[1] + [10 + len(w) for w in t.split()][:max_length - 2] + [2] for t in texts]}
+
+
+@pytest.mark.parametrize("consecutive", [False, True])
+def test_masking_share_and_labels(consecutive):
+    text = " ".join(f"w{i}" for i in range(100))
+    masked = pretraining.mask_tokens(WordTokenizer(), [text], 128, 0.15, consecutive, seed=1)
+    labels = masked.labels[0]
+    chosen = [i for i, label in enumerate(labels) if label != pretraining.IGNORE]
+    assert len(chosen) == 15 and 0 not in chosen and len(labels) - 1 not in chosen
+    if consecutive:  # runs of SPAN tokens
+        runs = sum(1 for i in chosen if i - 1 not in chosen)
+        assert runs <= math.ceil(15 / pretraining.SPAN) + 1
+    again = pretraining.mask_tokens(WordTokenizer(), [text], 128, 0.15, consecutive, seed=1)
+    assert again == masked
+
+
+@pytest.mark.parametrize("construction", pretraining.NSP_PAIRS)
+def test_nsp_pairs(construction):
+    docs = {"d1": ("Wings", "Lift rises. Drag falls. Flow separates."), "d2": ("Heat", "Plates warm. Gas cools.")}
+    pairs = pretraining.nsp_pairs(docs, construction, seed=3)
+    assert pairs and {p.label for p in pairs} <= {0, 1}
+    sentences = {d: pretraining.sentences(text) for d, (_, text) in docs.items()}
+    for pair in pairs:
+        if pair.label and construction in ("random_sentence", "all_sentences"):
+            own = sentences[pair.doc_id]
+            assert own.index(pair.second) == own.index(pair.first) + 1
+        if pair.label and construction.startswith("title"):
+            assert pair.first == docs[pair.doc_id][0] and pair.second in sentences[pair.doc_id]
+        if not pair.label:
+            assert pair.second not in sentences[pair.doc_id]
+
+
+def test_radboud_section_expands_into_per_fold_checkpoints():
+    config = load_config()
+    section = config["radboud"]
+    names = [radboud_checkpoint(v, 1, f) for v in section["variants"] for f in section["folds"]]
+    assert set(names) <= set(config["checkpoints"])
+    entry = config["checkpoints"][radboud_checkpoint("regression-log", 1, "3")]
+    assert entry["train_fold"] == "3" and entry["train_on"] == [section["collection"]]
+    assert entry["training"]["objective"] == "regression" and entry["training"]["enrich"] == "none"
+    assert config["checkpoints"][radboud_checkpoint("mlm", 1, "1")]["base"] == "radboud-pretrain-mlm"
+    experiment = Experiment(config)
+    assert experiment.radboud_baseline_row("radboud_2_1") == "BERT baseline"
+    assert [r for _, v, r in experiment.radboud_rows("radboud_3_2") if v == "multi-label"][0] == "argmax"

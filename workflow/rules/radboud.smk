@@ -1,0 +1,148 @@
+# Verbrugge (2021), the Radboud thesis: the first stage's top candidates reranked by BERT classifiers
+# trained per fold, with training strategies as rows (enrich, MLM/NSP transfer, label heads, regression).
+#   snakemake --cores all radboud
+
+RADBOUD_TABLES = []  # compared with the reference with the others (tables.smk)
+
+if EXP.radboud:
+    RB = CFG["radboud"]
+    RB_SLUG = EXP.radboud_slug
+    RB_TABLES = EXP.radboud_ranking_tables() + EXP.radboud_pretraining_tables()
+    RADBOUD_TABLES = [PATH("table", table=t) for t in RB_TABLES]
+
+    wildcard_constraints:
+        variant=wildcard_pattern(RB["variants"]),
+        ranking=wildcard_pattern(RANKINGS),
+        point="[0-9]+",
+
+    rule radboud:
+        """Every table of the Radboud thesis."""
+        input:
+            RADBOUD_TABLES,
+
+    rule segment_documents:
+        """The first stage's top candidates as whole documents (title + text), one unit each."""
+        input:
+            docs=P("docs"),
+            run=P("trec_run", run=RB["first_stage"]),
+            topics=P("topics"),
+        output:
+            P("segments", first_stage=RB["first_stage"], k=RB["candidates"], unit="documents"),
+        log:
+            P("log", stage="segment", name="{collection}.documents"),
+        conda:
+            ENV
+        params:
+            config=CONFIG_FILE,
+            settings=settings("segment"),
+        shell:
+            "python -m reranker segment --config {params.config} --experiment radboud --docs {input.docs}"
+            " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
+
+    rule score_radboud:
+        """A per-fold checkpoint scores its fold's test queries' candidates, read by one ranking."""
+        input:
+            checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
+            segments=P("segments", unit="documents"),
+            run=P("trec_run", run="{first_stage}"),
+            topics=P("topics"),
+            folds=P("work_folds"),
+        output:
+            P("radboud_scores"),
+        log:
+            P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            gpu=CFG["score"]["gpus"],
+        params:
+            config=CONFIG_FILE,
+            settings=lambda w: settings("score", checkpoint=w.checkpoint),
+        shell:
+            "python -m reranker score --config {params.config} --experiment radboud --checkpoint {wildcards.checkpoint}"
+            " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
+            " --topics {input.topics} --threads {threads} --out {output} 2> {log}"
+
+    rule join_fold_scores:
+        """The folds' test queries are disjoint: their scores joined make one file per reranker."""
+        input:
+            lambda w: EXP.radboud_fold_scores(w.variant, int(w.point), w.ranking),
+        output:
+            P("radboud_joined"),
+        log:
+            P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
+        shell:
+            "cat {input} > {output} 2> {log}"
+
+    rule rerank_radboud:
+        """Documents ordered by their score; the candidates beyond K keep the first stage's order."""
+        input:
+            run=P("trec_run", run=RB["first_stage"]),
+            scores=P("radboud_joined"),
+        output:
+            P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
+        log:
+            P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
+        conda:
+            ENV
+        shell:
+            "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores}"
+            " --out {output} 2> {log}"
+
+    for rb_table in EXP.radboud_ranking_tables():
+
+        rule:
+            name:
+                f"radboud_table_{rb_table}"
+            input:
+                evals=EXP.radboud_evals(rb_table),
+                checkpoints=[meta for _, meta in EXP.radboud_checkpoint_metas(rb_table)],
+            output:
+                md=PATH("table", table=rb_table),
+                csv=PATH("table_stem", table=rb_table) + ".csv",
+                tex=PATH("table_stem", table=rb_table) + ".tex",
+                numbers=PATH("numbers", table=rb_table),
+            log:
+                PATH("log", stage="tables", name=rb_table),
+            conda:
+                ENV
+            params:
+                specs=EXP.radboud_specs(rb_table),
+                baseline=FIRST_STAGES[RB["first_stage"]].label,
+                second=EXP.radboud_baseline_row(rb_table) or "",
+                measures=" ".join(RB["measures"]),
+                caption=EXP.radboud_caption(rb_table),
+                checkpoints=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in EXP.radboud_checkpoint_metas(rb_table)),
+                out=lambda w, output: output.md[: -len(".md")],
+                command=CFG["run_command"] + " radboud",
+            shell:
+                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
+                " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
+                " --caption {params.caption:q} --formats md csv tex --checkpoints {params.checkpoints}"
+                " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
+
+    for rb_table in EXP.radboud_pretraining_tables():
+
+        rule:
+            name:
+                f"radboud_table_{rb_table}"
+            input:
+                [meta for _, meta in EXP.radboud_pretrainings(rb_table)],
+            output:
+                md=PATH("table", table=rb_table),
+                csv=PATH("table_stem", table=rb_table) + ".csv",
+                tex=PATH("table_stem", table=rb_table) + ".tex",
+                numbers=PATH("numbers", table=rb_table),
+            log:
+                PATH("log", stage="tables", name=rb_table),
+            conda:
+                ENV
+            params:
+                specs=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in EXP.radboud_pretrainings(rb_table)),
+                caption=RB["tables"][rb_table],
+                out=lambda w, output: output.md[: -len(".md")],
+                command=CFG["run_command"] + " radboud",
+            shell:
+                "python -m reranker tables pretraining --checkpoints {params.specs} --caption {params.caption:q}"
+                " --formats md csv tex --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
