@@ -235,7 +235,7 @@ def checkpoint_note(label: str, meta: Mapping) -> str:
             f"({v['select']} on validation), label prior {v['prior_loss']:.3f} "
             f"({f'{gap:.0%} below it' if gap > 0 else f'{-gap:.0%} above it: it did not learn'}), "
             f"untrained head {v['untrained_loss']:.3f}; held-out MRR "
-            f"{v['untrained_mrr']:.3f} -> {v['mrr']:.3f}; {v['pairs']} held-out pairs of {sources}'s training "
+            f"{v.get('untrained_mrr', math.nan):.3f} -> {v.get('mrr', math.nan):.3f}; {v['pairs']} held-out pairs of {sources}'s training "
             f"queries; {meta.get('pairs')} training pairs, {meta.get('dtype', 'float32')}.")
 
 

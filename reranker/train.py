@@ -36,8 +36,6 @@ import numpy as np
 import torch
 
 from reranker import hardware, models
-from reranker.objectives import Objective, level
-from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 from reranker.batching import pad_batch, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
@@ -49,6 +47,8 @@ from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
+from reranker.objectives import Objective, level
+from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 
 LOG_FILE = "train_log.jsonl"
 VALIDATION_FILE = "validation_log.jsonl"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reranker.config import checkpoint_config, pretrained_checkpoint, radboud_checkpoint, slug, training_config
-from reranker.registry import AGGREGATORS, FIRST_STAGES, RANKINGS
+from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 # Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
 PATTERNS = {
@@ -64,6 +64,13 @@ class Layout:
 
     def path(self, name: str, /, **values: object) -> str:
         return f"{self.run_dir}/{PATTERNS[name]}".format(**values)
+
+
+def ranking_label(ranking: str) -> str:
+    """A ranking's words in a row label: "by argmax", "by level 4's score"."""
+    if ranking.startswith("label"):
+        return f"by level {ranking.removeprefix('label')}'s score"
+    return "by argmax" if ranking == "argmax" else "by the relevant logit"
 
 
 class Experiment:
@@ -206,8 +213,8 @@ class Experiment:
         for name, spec in self.radboud["variants"].items():
             if table in spec["tables"]:
                 rankings = spec["rankings"]
-                rows += [(spec["label"] if len(rankings) == 1 and r == "relevant" else f"{spec['label']}, by {r}", name, r)
-                         for r in rankings]
+                rows += [(spec["label"] if len(rankings) == 1 and r == "relevant" else f"{spec['label']}, {ranking_label(r)}",
+                          name, r) for r in rankings]
         return rows
 
     def radboud_run(self, variant: str, point: int, ranking: str) -> str:
@@ -260,7 +267,7 @@ class Experiment:
         grid = "; ".join(self.radboud_point_label(p) for p in self.radboud_points)
         return (f"{section['tables'][table]}. {section['collection']}, {first} top {section['candidates']} reranked "
                 f"(the rest kept in order), one classifier per fold trained on that fold's training queries "
-                f"({len(section['folds'])} folds, test queries pooled); model {base} "
+                f"({len(section['folds'])} fold{'s' if len(section['folds']) != 1 else ''}, test queries pooled); model {base} "
                 f"(max length {training['max_length']}, batch {training['batch_size']}, "
                 f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "

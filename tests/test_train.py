@@ -14,6 +14,7 @@ from reranker.formats.ids import qid_order
 from reranker.formats.qrels import read_qrels, write_qrels
 from reranker.formats.runs import read_run, write_run
 from reranker.formats.topics import read_topics_tsv, write_topics_tsv
+from reranker.objectives import Objective
 from reranker.train import (
     LOG_FILE,
     PLOT_FILE,
@@ -24,7 +25,6 @@ from reranker.train import (
     epoch_batches,
     load_source,
     main,
-    prior_loss,
     read_qids,
     train,
     train_chain,
@@ -203,8 +203,9 @@ def test_length_buckets_cover_every_pair_once_and_group_similar_lengths():
 
 def test_prior_loss_is_the_constant_predictor_cross_entropy():
     train_targets = torch.tensor([1] + [0] * 7)
-    assert prior_loss(train_targets, torch.tensor([1] + [0] * 7)) == pytest.approx(
-        -(1 / 8 * math.log(1 / 8) + 7 / 8 * math.log(7 / 8)))
+    binary = Objective("binary", 2, 1)
+    assert binary.prior_loss(train_targets, torch.tensor([1] + [0] * 7)) == pytest.approx(
+        -(1 / 8 * math.log(1 / 8) + 7 / 8 * math.log(7 / 8)), rel=1e-5)
 
 
 def test_validation_queries_are_seeded_and_never_trained_on(scifact):

@@ -87,8 +87,7 @@ if EXP.radboud:
         conda:
             ENV
         shell:
-            "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores}"
-            " --out {output} 2> {log}"
+            "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores}" " --out {output} 2> {log}"
 
     for rb_table in EXP.radboud_ranking_tables():
 
