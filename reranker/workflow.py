@@ -291,15 +291,19 @@ class Experiment:
         if stage == "evaluate":
             return {"measures": self.measures_for(cid)}
         if stage == "segment":
-            return {**config["segment"], "tokenizer": self.tokenizer, "radboud_candidates": config["radboud"]["candidates"]}
+            return {**config["segment"], "tokenizer": self.tokenizer}
+        if stage == "segment_documents":
+            return {"candidates": config["radboud"]["candidates"]}
         if stage == "train":
             base = self.checkpoint(self.checkpoint(checkpoint)["base"])
             return {"training": training_config(config, checkpoint), "checkpoint": self.checkpoint(checkpoint),
                     "base": base, "grades": {c: config["collections"][c]["relevant_min_grade"]
                                              for c in self.checkpoint(checkpoint)["train_on"]}}
         if stage == "score":
-            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint),
-                    "radboud": {key: config["radboud"][key] for key in ("candidates", "max_length")}}
+            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint)}
+        if stage == "score_radboud":
+            return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
+                    **{key: config["radboud"][key] for key in ("candidates", "max_length")}}
         if stage == "fuse":
             return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
         if stage == "compare":

@@ -34,7 +34,7 @@ if EXP.radboud:
             ENV
         params:
             config=CONFIG_FILE,
-            settings=settings("segment"),
+            settings=settings("segment_documents"),
         shell:
             "python -m reranker segment --config {params.config} --experiment radboud --docs {input.docs}"
             " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
@@ -58,7 +58,7 @@ if EXP.radboud:
             gpu=CFG["score"]["gpus"],
         params:
             config=CONFIG_FILE,
-            settings=lambda w: settings("score", checkpoint=w.checkpoint),
+            settings=lambda w: settings("score_radboud", checkpoint=w.checkpoint),
         shell:
             "python -m reranker score --config {params.config} --experiment radboud --checkpoint {wildcards.checkpoint}"
             " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
