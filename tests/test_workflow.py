@@ -54,6 +54,17 @@ def test_quick_profile_writes_every_table(quick_run):
     assert {v["validation"]["select"] for v in checkpoints.values()} == {"best"}
 
 
+def test_quick_profile_writes_every_radboud_table(quick_run):
+    """Every Radboud code path (enrich, mlm, nsp, each objective and ranking) ends in a table."""
+    for number in ("2_1", "2_2", "2_3", "2_4", "3_1", "3_2", "3_3", "3_4", "3_5"):
+        for suffix in ("md", "csv", "tex"):
+            assert (quick_run / "tables" / f"radboud_{number}.{suffix}").stat().st_size > 0, number
+    enrich = (quick_run / "tables" / "radboud_2_1.md").read_text()
+    assert "| BM25 |" in enrich and "Enrich, swap" in enrich and "‡ against BERT baseline" in enrich
+    assert "by level 4's score" in (quick_run / "tables" / "radboud_3_2.md").read_text()
+    assert "MLM, consecutive tokens" in (quick_run / "tables" / "radboud_2_2.md").read_text()
+
+
 def test_rerun_has_nothing_to_do(quick_run):
     log = (quick_run.parent / "rerun.log").read_text()
     assert "Nothing to be done" in log, log[-2000:]
