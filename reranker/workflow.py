@@ -261,13 +261,15 @@ class Experiment:
 
     def radboud_caption(self, table: str) -> str:
         section = self.radboud
-        base = self.hub_model(section["base"])
+        chain = self.training_chain(section["base"])
+        base = self.hub_model(section["base"]) + (f" fine-tuned on {' → '.join(chain)} (`{section['base']}`), then per fold"
+                                                  if chain else "")
         first = FIRST_STAGES[section["first_stage"]].label
         training = training_config(self.config, radboud_checkpoint(next(iter(section["variants"])), 1, section["folds"][0]))
         grid = "; ".join(self.radboud_point_label(p) for p in self.radboud_points)
         return (f"{section['tables'][table]}. {section['collection']}, {first} top {section['candidates']} reranked "
                 f"(the rest kept in order), one classifier per fold trained on that fold's training queries "
-                f"({len(section['folds'])} fold{'s' if len(section['folds']) != 1 else ''}, test queries pooled); model {base} "
+                f"({len(section['folds'])} fold{'s' if len(section['folds']) != 1 else ''}, test queries pooled); model: {base} "
                 f"(max length {training['max_length']}, batch {training['batch_size']}, "
                 f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
