@@ -54,7 +54,7 @@ from reranker.batching import pad_batch, tokenize_pairs
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import FormatError
-from reranker.formats.folds import read_folds
+from reranker.formats.folds import fold_test_queries
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
 from reranker.formats.segments import Segments, read_segments
@@ -63,6 +63,7 @@ from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
 from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads
 from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
+from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
 
 KINDS = tuple(SCORE_KINDS)  # cosine: bi-encoders only
@@ -239,9 +240,7 @@ class Scorer:
         logits = logits.float()
         index = self.classifier.relevant_index
         if self.kind == "argmax":
-            probabilities = torch.softmax(logits, dim=1)
-            best = probabilities.argmax(dim=1)
-            return best.float() + probabilities.gather(1, best[:, None])[:, 0].clamp(max=1 - 1e-6)
+            return argmax_score(logits)
         if self.kind == "logit":
             return logits[:, index]
         if logits.shape[1] == 1:
@@ -455,10 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.folds:
                 raise ValueError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
                                  "queries: give --folds to score its test queries only")
-            folds = read_folds(args.folds)
-            if entry["train_fold"] not in folds:
-                raise FormatError(args.folds, None, f"no fold {entry['train_fold']!r} (folds: {', '.join(folds)})")
-            queries = frozenset(folds[entry["train_fold"]])
+            _, queries = fold_test_queries(args.folds, entry["train_fold"])
         cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
         fetched = entry["source"] == "hf"
         meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,

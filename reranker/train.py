@@ -166,24 +166,19 @@ def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = DEFAULT_TRAININ
         negatives = rng.sample(others, min(len(others), config.negatives_per_positive * len(positives)))
         pairs += [TrainingPair(qid, doc_id, 1, level(judged[doc_id])) for doc_id in positives]
         pairs += [TrainingPair(qid, doc_id, 0, level(judged.get(doc_id, 0))) for doc_id in negatives]
-    if config.max_pairs is not None and len(pairs) > config.max_pairs:
-        keep = sorted(random.Random(config.seed).sample(range(len(pairs)), config.max_pairs))
-        pairs = [pairs[i] for i in keep]
-    return pairs
+    return capped(pairs, config)
 
 
 def fold_training_queries(folds_path: str | os.PathLike, fold: str, topics_path: str | os.PathLike) -> frozenset[str]:
     """The collection's queries outside `fold`'s test queries; every query of the folds must be in the topics."""
-    from reranker.formats.folds import read_folds
+    from reranker.formats.folds import fold_test_queries
 
-    folds, topics = read_folds(folds_path), read_topics_tsv(topics_path)
-    if fold not in folds:
-        raise FormatError(folds_path, None, f"no fold {fold!r} (folds: {', '.join(folds)})")
+    (folds, test), topics = fold_test_queries(folds_path, fold), read_topics_tsv(topics_path)
     unknown = sorted({q for qids in folds.values() for q in qids} - topics.keys(), key=lambda q: (len(q), q))
     if unknown:
         raise FormatError(folds_path, None, f"{len(unknown)} queries of the folds are not in the collection's topics "
                           f"{topics_path}, e.g. {', '.join(unknown[:5])}")
-    return frozenset(topics) - set(folds[fold])
+    return frozenset(topics) - test
 
 
 def read_qids(path: str | os.PathLike) -> frozenset[str]:
@@ -391,8 +386,8 @@ class Encoded(NamedTuple):
     types: list[list[int]]
     targets: torch.Tensor  # each pair's target under the objective
     qids: list[str]
-    relevant: list[bool] = []  # judged relevant (for MRR)
-    token_labels: list[list[int]] = []  # masked-LM targets per token (IGNORE where not masked)
+    relevant: Sequence[bool] = ()  # judged relevant (for MRR)
+    token_labels: Sequence[list[int]] = ()  # masked-LM targets per token (IGNORE where not masked)
 
 
 def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], targets: torch.Tensor, max_length: int,

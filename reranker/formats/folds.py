@@ -60,6 +60,14 @@ def read_folds(path: str | os.PathLike) -> Folds:
     return data
 
 
+def fold_test_queries(path: str | os.PathLike, fold: str) -> tuple[Folds, frozenset[str]]:
+    """All folds of a folds file and `fold`'s test queries; an unknown fold names the file."""
+    folds = read_folds(path)
+    if fold not in folds:
+        raise FormatError(path, None, f"no fold {fold!r} (folds: {', '.join(folds)})")
+    return folds, frozenset(folds[fold])
+
+
 def load_folds(spec: Mapping[str, str]) -> Folds:
     """Folds from a `folds:` entry `{file, format}`, renamed "1".."k".
 
