@@ -203,7 +203,7 @@ def _radboud_checkpoints(config: Mapping) -> dict:
     for name, spec in section.get("pretraining", {}).items():
         entries[pretrained_checkpoint(name)] = {
             "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
-            "mix": False, "training": merge(section.get("training", {}), spec["training"])}
+            "mix": False, "threads": section["threads"], "training": merge(section.get("training", {}), spec["training"])}
     for name, spec in section.get("variants", {}).items():
         base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
         for point, values in enumerate(section["grid"], start=1):
@@ -211,7 +211,7 @@ def _radboud_checkpoints(config: Mapping) -> dict:
                 training = merge(merge(section.get("training", {}), values), spec.get("training", {}))
                 entries[radboud_checkpoint(name, point, fold)] = {
                     "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
-                    "train_fold": fold, "training": training}
+                    "train_fold": fold, "threads": section["threads"], "training": training}
     return entries
 
 

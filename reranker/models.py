@@ -48,7 +48,8 @@ class Classifier:
     relevant_index: int
     head: str
     source: str  # the id or directory it came from
-    fingerprint: str
+    fingerprint: str  # the weights and how a score is read from them (head, relevant_index)
+    weights_fingerprint: str = ""  # the weights and head alone: what the logits depend on
 
     @property
     def max_length(self) -> int:
@@ -172,7 +173,8 @@ def load_masked_lm(model: str, num_layers: int | None = None, device: str | torc
     net.to(device)
     meta = read_meta(source) if Path(source).exists() else {}
     head = meta.get("head") or default_head(source)  # the ranking head a fine-tune from this checkpoint gets
-    return Classifier(net, tokenizer, 0, head, source, fingerprint(net, head="masked_lm"))
+    return Classifier(net, tokenizer, 0, head, source, fingerprint(net, head="masked_lm"),
+                      fingerprint(net, head="masked_lm"))
 
 
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
@@ -239,7 +241,7 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
     if not 0 <= relevant_index < n_logits:
         raise CheckpointError(f"relevant_index {relevant_index} is out of range for a head with {n_logits} logits")
     return Classifier(net, tokenizer, relevant_index, head, source,
-                      fingerprint(net, head=head, relevant_index=relevant_index))
+                      fingerprint(net, head=head, relevant_index=relevant_index), fingerprint(net, head=head))
 
 
 def fingerprint(model: Any, **extra: Any) -> str:

@@ -61,7 +61,7 @@ from reranker.formats.segments import Segments, read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
-from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads
+from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads, resolve_precision
 from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
@@ -102,7 +102,11 @@ def make_pairs(run: Run, topics: Mapping[str, str], segments: Segments,
 # ---------------------------------------------------------------- cache
 
 class ScoreCache:
-    """Content-addressed scores in SQLite (WAL, busy timeout), shared by processes and experiments."""
+    """Content-addressed logits in SQLite (WAL, busy timeout), shared by processes and experiments.
+
+    A row holds every logit of a pair, so the rankings read from one head (a grade level, argmax)
+    score each pair once.
+    """
 
     def __init__(self, directory: str | os.PathLike):
         self.path = Path(directory) / "scores.sqlite"
@@ -113,7 +117,7 @@ class ScoreCache:
         for attempt in range(100):
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, score REAL NOT NULL) "
+                self._db.execute("CREATE TABLE IF NOT EXISTS logits (key BLOB PRIMARY KEY, logits BLOB NOT NULL) "
                                  "WITHOUT ROWID")
                 self._db.commit()
                 break
@@ -126,17 +130,19 @@ class ScoreCache:
     def key(context: Sequence[Any], query: str, text: str) -> bytes:
         return hashlib.sha256(json.dumps([*context, query, text], ensure_ascii=False).encode()).digest()[:16]
 
-    def get(self, keys: Sequence[bytes]) -> dict[bytes, float]:
-        found: dict[bytes, float] = {}
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(f"SELECT key, score FROM scores WHERE key IN ({marks})", chunk).fetchall())
+            rows = self._db.execute(f"SELECT key, logits FROM logits WHERE key IN ({marks})", chunk).fetchall()
+            found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
         return found
 
-    def put(self, items: Iterable[tuple[bytes, float]]) -> None:
+    def put(self, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
         with self._db:
-            self._db.executemany("INSERT OR IGNORE INTO scores (key, score) VALUES (?, ?)", items)
+            self._db.executemany("INSERT OR IGNORE INTO logits (key, logits) VALUES (?, ?)",
+                                 ((key, np.asarray(row, dtype=np.float32).tobytes()) for key, row in items))
 
     def close(self) -> None:
         self._db.close()
@@ -227,7 +233,13 @@ class Scorer:
 
     @property
     def cache_context(self) -> list[Any]:
-        """What a cached score depends on besides the two texts."""
+        """What a pair's cached logits depend on besides the two texts (not how a score is read from them)."""
+        output = "cosine" if self.kind == "cosine" else "logits"
+        return [self.classifier.weights_fingerprint, output, str(self.dtype).removeprefix("torch."), self.max_length]
+
+    @property
+    def score_context(self) -> list[Any]:
+        """What a written score depends on besides the two texts."""
         return [self.classifier.fingerprint, self.kind, str(self.dtype).removeprefix("torch."), self.max_length]
 
     def tokenize(self, queries: Sequence[str], texts: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
@@ -235,6 +247,12 @@ class Scorer:
 
     def _batch(self, ids: Sequence[list[int]], types: Sequence[list[int]]) -> dict[str, torch.Tensor]:
         return pad_batch(ids, types, self.pad_id, self.device)
+
+    def read(self, logits: np.ndarray) -> np.ndarray:
+        """Scores from rows of logits (or of cosines, one column), as float32."""
+        if self.kind == "cosine":
+            return np.asarray(logits, dtype=np.float32).reshape(len(logits), -1)[:, 0].copy()
+        return self._kept(torch.from_numpy(np.asarray(logits, dtype=np.float32))).numpy()
 
     def _kept(self, logits: torch.Tensor) -> torch.Tensor:
         logits = logits.float()
@@ -247,10 +265,10 @@ class Scorer:
             return torch.nn.functional.logsigmoid(logits[:, 0])
         return torch.log_softmax(logits, dim=1)[:, index]
 
-    def score_tokens(self, ids: Sequence[list[int]], types: Sequence[list[int]],
-                     progress: tqdm | None = None) -> np.ndarray:
-        """Scores of tokenised pairs, in their order; batches hold pairs of similar length."""
-        scores = np.empty(len(ids), dtype=np.float32)
+    def logits_tokens(self, ids: Sequence[list[int]], types: Sequence[list[int]],
+                      progress: tqdm | None = None) -> np.ndarray:
+        """Every logit of tokenised pairs, in their order; batches hold pairs of similar length."""
+        logits_out: np.ndarray | None = None
         order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))  # longest first: memory errors early
         autocast = torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
         with torch.inference_mode(), autocast:
@@ -259,10 +277,17 @@ class Scorer:
                 batch = self._batch([ids[i] for i in rows], [types[i] for i in rows])
                 logits = (bert_logits(self.classifier.model, self.classifier.head, batch) if self.fast_path
                           else self.classifier.model(**batch).logits)
-                scores[rows] = self._kept(logits).cpu().numpy()
+                if logits_out is None:
+                    logits_out = np.empty((len(ids), logits.shape[1]), dtype=np.float32)
+                logits_out[rows] = logits.float().cpu().numpy()
                 if progress is not None:
                     progress.update(len(rows))
-        return scores
+        return logits_out if logits_out is not None else np.empty((0, 1), dtype=np.float32)
+
+    def score_tokens(self, ids: Sequence[list[int]], types: Sequence[list[int]],
+                     progress: tqdm | None = None) -> np.ndarray:
+        """Scores of tokenised pairs, in their order."""
+        return self.read(self.logits_tokens(ids, types, progress))
 
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
         """Unit-length mean-pooled vectors of single texts (bi-encoders), in input order."""
@@ -293,13 +318,19 @@ class Scorer:
             progress.update(len(scores))
         return scores
 
+    def logits(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
+        """Every logit of (query, text) pairs (bi-encoders: the cosine, one column), float32, input order."""
+        if not queries:
+            return np.empty((0, 1), dtype=np.float32)
+        if self.kind == "cosine":
+            return self.score_bi_encoder(queries, texts, progress)[:, None]
+        return self.logits_tokens(*self.tokenize(queries, texts), progress=progress)
+
     def score(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
         """Scores of (query, text) pairs, as float32 in input order."""
         if not queries:
             return np.empty(0, dtype=np.float32)
-        if self.kind == "cosine":
-            return self.score_bi_encoder(queries, texts, progress)
-        return self.score_tokens(*self.tokenize(queries, texts), progress=progress)
+        return self.read(self.logits(queries, texts, progress))
 
 
 # ---------------------------------------------------------------- shards and output
@@ -335,7 +366,7 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
         raise ValueError("shard size must be positive")
     out = Path(out)
     directory = shard_dir(out)
-    _prepare_shards(directory, _plan_digest(pairs, scorer.cache_context, shard_size))
+    _prepare_shards(directory, _plan_digest(pairs, scorer.score_context, shard_size))
     n_shards = max(1, -(-len(pairs) // shard_size))
     shard_files = [directory / f"shard-{i:05d}.tsv" for i in range(n_shards)]
     first_missing = next((i for i, f in enumerate(shard_files) if not f.exists()), n_shards)
@@ -354,14 +385,15 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
         counts["cache_hits"] += sum(key in known for key in keys)
         progress.update(len(shard) - len(todo))
         started = time.perf_counter()
-        values = scorer.score([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress)
+        values = scorer.logits([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress)
         counts["model_seconds"] += time.perf_counter() - started
         counts["scored"] += len(todo)
-        fresh = {k: float(v) for k, v in zip(todo, values)}
+        fresh = dict(zip(todo, values))
         if cache is not None:
             cache.put(fresh.items())
         known.update(fresh)
-        write_unit_scores(((pair.qid, pair.doc_id, pair.unit, known[key]) for key, pair in zip(keys, shard)),
+        scores = scorer.read(np.stack([known[key] for key in keys])) if keys else np.empty(0, dtype=np.float32)
+        write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
                           shard_files[index])
     progress.close()
     join_unit_scores(shard_files, out)
@@ -444,8 +476,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = config["score"]
         kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
         candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
+        precision = settings["precision"]
         if args.experiment == "radboud":
             candidates, max_length = config["radboud"]["candidates"], args.max_length or config["radboud"]["max_length"]
+            precision = resolve_precision(config["radboud"]["precision"], pick_device(settings["device"]))
             ranking = args.ranking or "relevant"
             kind = "argmax" if ranking == "argmax" else "logit"
             relevant_index = int(ranking.removeprefix("label")) if ranking.startswith("label") else None
@@ -459,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         fetched = entry["source"] == "hf"
         meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
                          candidates=candidates, kind=kind, batch_size=settings["batch_size"],
-                         precision=settings["precision"], cache_dir=cache_dir, shard_size=args.shard_size,
+                         precision=precision, cache_dir=cache_dir, shard_size=args.shard_size,
                          device=settings["device"], max_length=max_length, queries=queries,
                          num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
                          qrels_path=args.qrels, head=entry.get("head") if fetched else None,

@@ -119,6 +119,10 @@ class Experiment:
         """What a stage loads: the fine-tuned directory, or the fetched id or directory."""
         return self.layout.path("checkpoint_dir", checkpoint=name) if self.is_finetuned(name) else self.checkpoint(name)["model"]
 
+    def job_threads(self, name: str) -> int:
+        """Threads of a checkpoint's train and score jobs."""
+        return self.checkpoint(name).get("threads") or self.config["threads"]
+
     def checkpoint_files(self, name: str) -> list[str]:
         """Inputs a checkpoint needs: a fine-tuned one's marker file; nothing for fetched ones."""
         return [self.layout.path("checkpoint_meta", checkpoint=name)] if self.is_finetuned(name) else []
@@ -305,7 +309,7 @@ class Experiment:
             return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint)}
         if stage == "score_radboud":
             return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
-                    **{key: config["radboud"][key] for key in ("candidates", "max_length")}}
+                    **{key: config["radboud"][key] for key in ("candidates", "max_length", "precision")}}
         if stage == "fuse":
             return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
         if stage == "compare":

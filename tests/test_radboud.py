@@ -117,3 +117,7 @@ def test_radboud_section_expands_into_per_fold_checkpoints():
     experiment = Experiment(config)
     assert experiment.radboud_baseline_row("radboud_2_1") == "BERT baseline"
     assert [r for _, v, r in experiment.radboud_rows("radboud_3_2") if v == "multi-label"][0] == "argmax"
+    # Its many small jobs run with the section's threads each; Birch's keep the global setting.
+    assert experiment.job_threads(radboud_checkpoint("baseline", 1, "2")) == section["threads"]
+    assert experiment.job_threads("radboud-pretrain-mlm") == section["threads"]
+    assert experiment.job_threads("scifact") == config["threads"]

@@ -108,7 +108,7 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     assert [tuple(r.split("\t")[:3]) for r in rows] == [(p.qid, p.doc_id, str(p.unit)) for p in pairs]
 
 
-def test_cache_is_reused_and_keyed_by_model_and_kind(inputs, pairs, tiny_model_dir, tmp_path):
+def test_cache_is_reused_keyed_by_model_and_shared_by_kinds(inputs, pairs, tiny_model_dir, tmp_path):
     cache = tmp_path / "cache"
     common = dict(candidates=CANDIDATES, cache_dir=cache, batch_size=32)
     first = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
@@ -129,10 +129,16 @@ def test_cache_is_reused_and_keyed_by_model_and_kind(inputs, pairs, tiny_model_d
     assert sliced["fingerprint"] != first["fingerprint"] and sliced["scored"] == unique
     assert np.abs(scores(tmp_path / "sliced.tsv") - scores(tmp_path / "first.tsv")).max() > 1e-3
 
+    # The cache holds every logit: another reading of the same model scores nothing anew, and
+    # reads what an uncached run computes.
     log_prob = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                             tmp_path / "log_prob.tsv", kind="log_prob", **common)
-    assert log_prob["scored"] == unique
+    assert log_prob["scored"] == 0 and log_prob["cache_hits"] == len(pairs)
     assert (scores(tmp_path / "log_prob.tsv") < 0).all()
+    uncached = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+                            tmp_path / "log_prob_uncached.tsv", kind="log_prob", candidates=CANDIDATES, batch_size=32)
+    assert uncached["scored"] == unique
+    assert (tmp_path / "log_prob_uncached.tsv").read_bytes() == (tmp_path / "log_prob.tsv").read_bytes()
 
 
 def test_two_processes_share_one_cache(inputs, pairs, tiny_model_dir, tmp_path):
@@ -147,7 +153,7 @@ def test_two_processes_share_one_cache(inputs, pairs, tiny_model_dir, tmp_path):
     one, two = ([float(line.split("\t")[3]) for line in out.read_text().splitlines()] for out in outs)
     assert np.allclose(one, two, rtol=0, atol=1e-6)
     with sqlite3.connect(cache_file(run_dir)) as db:
-        assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == len({(p.query, p.text) for p in pairs})
+        assert db.execute("SELECT COUNT(*) FROM logits").fetchone()[0] == len({(p.query, p.text) for p in pairs})
 
 
 def test_missing_checkpoint_is_a_clear_error(inputs, tmp_path, capsys):

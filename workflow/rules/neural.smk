@@ -33,7 +33,7 @@ rule train:
     priority: 10  # the longest job on the critical path: start it as soon as its inputs exist
     conda:
         ENV
-    threads: THREADS
+    threads: lambda w: EXP.job_threads(w.checkpoint)
     resources:
         gpu=CFG["training"]["gpus"],
     params:

@@ -53,7 +53,7 @@ if EXP.radboud:
             P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
         conda:
             ENV
-        threads: THREADS
+        threads: lambda w: EXP.job_threads(w.checkpoint)
         resources:
             gpu=CFG["score"]["gpus"],
         params:
