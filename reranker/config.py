@@ -178,6 +178,9 @@ def _check_references(config: Mapping) -> None:
                      for name, spec in radboud["variants"].items() for table in spec["tables"]
                      if table not in radboud["tables"]]
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
+    used += [(f"checkpoints/{name}/training/teacher", entry["training"]["teacher"]) for name, entry in checkpoints.items()
+             if (entry.get("training") or {}).get("teacher")]
+    used += [("training/teacher", config["training"]["teacher"])] if config["training"].get("teacher") else []
     problems += [f"  {where}: unknown checkpoint {c!r} (known: {', '.join(sorted(checkpoints))})"
                  for where, c in used if c not in checkpoints]
     if problems:

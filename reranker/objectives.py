@@ -10,6 +10,9 @@ interest") and unjudged documents are level 0, so level = max(grade, 0). The obj
 * `multi_class_multi_label`: the same logits under two losses, softmax cross-entropy and the
   multi-label BCE, mixed by `loss_weights`.
 * `regression`: one output, squared error against the level's value in `grade_values`.
+* `distill`: a two-way head, squared error against a teacher's two logits per pair (Hinton et al.
+  2015 on logits; Hofstaetter et al.'s Margin-MSE would need (positive, negative) pairs). The
+  train stage puts the teacher's logits in as targets.
 
 Only the train stage uses these; scores are read back by the score stage's rankings
 (`registry.RANKINGS`).
@@ -52,13 +55,15 @@ class Objective:
 
     @property
     def outputs(self) -> int:
-        return {"binary": 2, "regression": 1}.get(self.name, self.levels)
+        return {"binary": 2, "distill": 2, "regression": 1}.get(self.name, self.levels)
 
     def targets(self, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
         """The training target of each pair, from its grade level (binary: from its relevant label)."""
         if self.name == "binary":
             relevant = self.relevant_index
             return torch.tensor([relevant if label else 1 - relevant for label in labels], dtype=torch.long)
+        if self.name == "distill":  # placeholders until the teacher's logits replace them
+            return torch.zeros((len(labels), 2), dtype=torch.float32)
         if self.name == "regression":
             return torch.tensor([float(self.grade_values[lv]) for lv in levels], dtype=torch.float32)
         return torch.tensor(list(levels), dtype=torch.long)
@@ -74,6 +79,8 @@ class Objective:
             return torch.nn.functional.cross_entropy(logits, targets)
         if self.name == "regression":
             return torch.nn.functional.mse_loss(logits[:, 0], targets)
+        if self.name == "distill":
+            return torch.nn.functional.mse_loss(logits, targets)
         if self.name == "multi_label":
             return self._bce(logits, targets)
         ce, bce = self.loss_weights
@@ -85,6 +92,8 @@ class Objective:
             return math.nan
         if self.name == "regression":
             constant = torch.full((len(targets), 1), float(train_targets.float().mean()))
+        elif self.name == "distill":  # the teacher's mean logits
+            constant = train_targets.float().mean(dim=0).expand(len(targets), 2)
         else:
             n = self.outputs
             prior = (torch.bincount(train_targets, minlength=n).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
@@ -99,7 +108,7 @@ class Objective:
     def score(self, logits: torch.Tensor) -> torch.Tensor:
         """A ranking score for validation: the relevant logit, the predicted level (argmax ranking), or the value."""
         logits = logits.float()
-        if self.name == "binary":
+        if self.name in ("binary", "distill"):
             return logits[:, self.relevant_index]
         if self.name == "regression":
             return logits[:, 0]

@@ -69,6 +69,7 @@ OBJECTIVES: dict[str, str] = {
     "multi_label": "a sigmoid per grade level, BCE against the one-hot level",
     "multi_class_multi_label": "softmax cross-entropy and the multi-label BCE on the same logits, weighted",
     "regression": "one output, squared error against the level's value (grade_values)",
+    "distill": "two-way head, squared error against a teacher checkpoint's logits (knowledge distillation)",
 }
 
 # How a document's score is read from a classifier's logits (the score stage's --ranking).

@@ -33,10 +33,10 @@ from tqdm import tqdm
 from reranker import registry
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json
-from reranker.formats.docs import read_docs, strip_markup
+from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError
 from reranker.formats.runs import read_run, top_k_docs
-from reranker.formats.segments import Unit, write_segments
+from reranker.formats.segments import Unit, passage_units, title_and_body, write_segments
 from reranker.formats.text import file_sha256, meta_path
 from reranker.formats.topics import read_topics_tsv
 
@@ -45,14 +45,6 @@ SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
 # The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
 DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 MIN_BUDGET = 8
-
-
-def title_and_body(title: str, text: str) -> tuple[str, str]:
-    """Clean title and body; a body that starts with its title (Cranfield) loses that copy."""
-    title, body = strip_markup(title), strip_markup(text)
-    if title and body.startswith(title):
-        body = body[len(title):].lstrip()
-    return title, body
 
 
 WORD = re.compile(r"\w")
@@ -154,17 +146,6 @@ def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitte
     spans = splitter.split(title) + splitter.split(body)
     texts = [piece for span in spans for piece in windows(span, tokenizer, budget)]
     return [Unit(doc_id, i, text) for i, text in enumerate(texts or [""])]
-
-
-def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, with_title: bool) -> list[Unit]:
-    words = body.split()
-    texts = []
-    for start in range(0, max(len(words), 1), stride):
-        passage = " ".join(words[start:start + length])
-        texts.append(f"{title} {passage}".strip() if with_title else passage)
-        if start + length >= len(words):
-            break
-    return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
 
 
 def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_path: str | os.PathLike,

@@ -45,6 +45,7 @@ from reranker.formats.errors import FormatError
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
+from reranker.formats.segments import passage_units, title_and_body
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
 from reranker.objectives import Objective, level
@@ -56,6 +57,9 @@ PLOT_FILE = "loss.png"
 CLIP_NORM = 1.0
 MIN_TEXT_TOKENS = 16
 SELECTIONS = ("best", "last")
+TRAINABLE = ("all", "head")
+UNITS = ("documents", "passages")
+PASSAGE_MARK = "#"  # a passage's text key: <doc_id>#<passage number>
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
 
 
@@ -69,6 +73,12 @@ class _Settings:
             raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, not {self.select!r}")
         if self.eval_every < 1:
             raise ValueError("eval_every must be positive")
+        if self.trainable not in TRAINABLE:
+            raise ValueError(f"trainable must be one of {', '.join(TRAINABLE)}, not {self.trainable!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
+        if (self.objective == "distill") != (self.teacher is not None):
+            raise ValueError("the distill objective and a teacher go together: give both or neither")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
@@ -218,8 +228,10 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     held_out = validation_queries(qrels, source.train_qids, source.relevant_min_grade, config.validation_fraction,
                                   config.seed, source.name)
     trained = (source.train_qids if source.train_qids is not None else frozenset(qrels)) - held_out
-    pairs = build_pairs(qrels, run, config, source.relevant_min_grade, trained)
-    validation = build_pairs(qrels, run, dataclasses.replace(config, max_pairs=None), source.relevant_min_grade, held_out)
+    uncapped = dataclasses.replace(config, max_pairs=None)
+    passages = config.unit == "passages"  # the cap counts passage pairs: applied after the split
+    pairs = build_pairs(qrels, run, uncapped if passages else config, source.relevant_min_grade, trained)
+    validation = build_pairs(qrels, run, uncapped, source.relevant_min_grade, held_out)
     if not pairs:
         raise ValueError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
                          f"{source.relevant_min_grade} in {source.qrels} among the training queries)")
@@ -231,8 +243,12 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     if untitled:
         raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
-    docs = {doc_id: " ".join(part for part in title_text if part)
-            for doc_id, title_text in read_docs(source.docs, {pair.doc_id for pair in pairs + validation}).items()}
+    raw_docs = read_docs(source.docs, {pair.doc_id for pair in pairs + validation})
+    if passages:
+        docs = passage_texts(raw_docs, config)
+        pairs, validation = capped(split_into_passages(pairs, docs), config), split_into_passages(validation, docs)
+    else:
+        docs = {doc_id: " ".join(part for part in title_text if part) for doc_id, title_text in raw_docs.items()}
     positives = sum(pair.label for pair in pairs)
     record = {
         "name": source.name,
@@ -241,6 +257,7 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "train_qids": None if source.train_qids is None else {
             "count": len(source.train_qids), "sha256": sha256_text("\n".join(qid_order(source.train_qids)))},
         "relevant_min_grade": source.relevant_min_grade,
+        "unit": config.unit,
         "levels": sorted({pair.level for pair in pairs + validation}),
         "queries": len(qids),
         "pairs": len(pairs),
@@ -251,6 +268,23 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "validation_positives": sum(pair.label for pair in validation),
     }
     return Examples(pairs, validation, topics, docs, record)
+
+
+def passage_texts(docs: Mapping[str, tuple[str, str]], config: TrainingConfig) -> dict[str, str]:
+    """Each document's passages (as the segment stage cuts them), keyed `<doc_id>#<n>`."""
+    return {f"{doc_id}{PASSAGE_MARK}{unit.unit}": unit.text for doc_id in docs
+            for unit in passage_units(doc_id, *title_and_body(*docs[doc_id]), config.passage_length,
+                                      config.passage_stride, config.passage_title)}
+
+
+def split_into_passages(pairs: Sequence[TrainingPair], texts: Mapping[str, str]) -> list[TrainingPair]:
+    """A document pair becomes one pair per passage, with the document's label and level."""
+    counts: dict[str, int] = {}
+    for key in texts:
+        doc_id = key.rsplit(PASSAGE_MARK, 1)[0]
+        counts[doc_id] = counts.get(doc_id, 0) + 1
+    return [pair._replace(doc_id=f"{pair.doc_id}{PASSAGE_MARK}{i}") for pair in pairs
+            for i in range(counts.get(pair.doc_id, 0))]
 
 
 def _corpus(source: Source) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
@@ -428,6 +462,28 @@ def epoch_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gene
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
+def freeze_encoder(model: torch.nn.Module) -> None:
+    """Only the head trains: the classifier (and BERT's pooler, part of the [CLS] head)."""
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad = name.startswith("classifier") or ".pooler." in f".{name}"
+
+
+def teacher_logits(teacher: models.Classifier, encoded: Encoded, relevant_index: int, pad_id: int,
+                   dtype: torch.dtype, batch_size: int = 64) -> torch.Tensor:
+    """A two-way teacher's logits on tokenised pairs, ordered so that the relevant one is at `relevant_index`."""
+    n_logits = 2 if teacher.head == "next_sentence_prediction" else teacher.model.config.num_labels
+    if n_logits != 2:
+        raise models.CheckpointError(f"a teacher needs a two-way head, {teacher.source} has {n_logits} logit(s)")
+    device = next(teacher.model.parameters()).device
+    out = torch.empty((len(encoded.ids), 2))
+    order = sorted(range(len(encoded.ids)), key=lambda i: (len(encoded.ids[i]), i))
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            out[rows] = models.logits_of(teacher, collate(encoded, rows, pad_id, device)).float().cpu()
+    return out if teacher.relevant_index == relevant_index else out.flip(1)
+
+
 def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
              dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
     """The objective's mean loss on the held-out pairs, and the MRR of each query's first relevant pair
@@ -509,6 +565,8 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                 raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
                                              f"logit(s), this head has {n_logits}")
             objective = dataclasses.replace(objective, relevant_index=classifier.relevant_index)
+            if config.trainable == "head":
+                freeze_encoder(classifier.model)
         if config.task == "mlm":
             examples = [load_mlm_source(sources[0], config, classifier.tokenizer)]
         meta = {
@@ -520,6 +578,8 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             "base_fingerprint": classifier.fingerprint,
             "fresh_head": fresh,
             "num_layers": classifier.model.config.num_hidden_layers,
+            "parameters": sum(p.numel() for p in classifier.model.parameters()),
+            "trainable_parameters": sum(p.numel() for p in classifier.model.parameters() if p.requires_grad),
             "sources": [example.record for example in examples],
             "training": config.as_dict(),
         }
@@ -546,6 +606,16 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                     _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
             data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
             held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
+            if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
+                teacher = models.load_classifier(config.teacher, device=device)
+                if teacher.tokenizer.get_vocab() != classifier.tokenizer.get_vocab():
+                    raise models.CheckpointError(f"teacher {config.teacher} has another vocabulary than {base}: "
+                                                 "its logits would be of other token sequences")
+                data = data._replace(targets=teacher_logits(teacher, data, objective.relevant_index, pad_id, dtype))
+                held_out = held_out._replace(
+                    targets=teacher_logits(teacher, held_out, objective.relevant_index, pad_id, dtype))
+                meta["teacher"] = {"checkpoint": str(config.teacher), "fingerprint": teacher.fingerprint}
+                del teacher
             baseline = objective.prior_loss(data.targets, held_out.targets)
 
             def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
@@ -599,7 +669,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                     logits = model(**inputs).logits
                 loss = batch_loss(logits, batch)
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+                torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], CLIP_NORM)
                 lr = scheduler.get_last_lr()[0]
                 optimizer.step()
                 scheduler.step()
@@ -726,7 +796,8 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--head": ("head", str), "--precision": ("precision", str), "--validation-fraction": ("validation_fraction", float),
     "--eval-every": ("eval_every", int), "--select": ("select", str), "--patience": ("patience", int),
     "--task": ("task", str), "--objective": ("objective", str), "--enrich": ("enrich", str),
-    "--nsp-pairs": ("nsp_pairs", str),
+    "--nsp-pairs": ("nsp_pairs", str), "--unit": ("unit", str), "--trainable": ("trainable", str),
+    "--teacher": ("teacher", str),
 }
 
 
@@ -805,6 +876,8 @@ def _main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
+        if settings.get("teacher"):  # a checkpoint name of the configuration
+            settings["teacher"] = experiment.checkpoint_ref(settings["teacher"])
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "

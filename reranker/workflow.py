@@ -171,6 +171,8 @@ class Experiment:
         """Files a training job reads: its base's marker (if fine-tuned), each source's files, and the
         folds of a checkpoint trained on one fold's training queries."""
         files = self.checkpoint_files(self.checkpoint(name)["base"])
+        teacher = training_config(self.config, name)["teacher"] if self.is_finetuned(name) else None
+        files += self.checkpoint_files(teacher) if teacher else []
         files += [path for _, paths in self.training_sources(name) for path in paths.values()]
         return files + ([self.fold_file(name)] if self.checkpoint(name).get("train_fold") else [])
 

@@ -285,3 +285,50 @@ def test_mixed_sources_train_in_one_stage_and_validate_on_each(scifact, tiny_mod
     assert all(s["validation_queries"] == 4 for s in meta["sources"])  # 10% of each source's 40 queries
     assert meta["validation"]["pairs"] == sum(s["validation_pairs"] for s in meta["sources"])
     assert meta["dtype"] == "float32" and not any(out.glob("stage-*"))
+
+
+def test_passage_pairs_carry_their_documents_label(scifact, tiny_model_dir, tmp_path):
+    """unit passages: every passage of a judged document is a pair with its label; the cap counts passages."""
+    from reranker.formats.docs import read_docs
+    from reranker.formats.segments import passage_units, title_and_body
+
+    source, _ = with_qids(scifact, split(scifact)[0][:20], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "unit": "passages", "passage_length": 40, "passage_stride": 20,
+                               "max_pairs": None, "validation_fraction": 0.2})
+    documents = load_source(source, TrainingConfig(**{**config.as_dict(), "unit": "documents"}))
+    passages = load_source(source, config)
+    raw = read_docs(source.docs, {p.doc_id for p in documents.pairs})
+    expected = [(p.qid, p.label, unit.text) for p in documents.pairs
+                for unit in passage_units(p.doc_id, *title_and_body(*raw[p.doc_id]), 40, 20, True)]
+    assert [(p.qid, p.label, passages.docs[p.doc_id]) for p in passages.pairs] == expected
+    assert len(passages.pairs) > len(documents.pairs) and passages.record["unit"] == "passages"
+    assert {p.qid for p in passages.validation} == {p.qid for p in documents.validation}
+    capped = load_source(source, TrainingConfig(**{**config.as_dict(), "max_pairs": 25}))
+    assert len(capped.pairs) == 25 and set(capped.pairs) <= set(passages.pairs)
+
+
+def test_head_only_training_leaves_the_encoder_as_it_was(scifact, tiny_model_dir, tmp_path):
+    source, _ = with_qids(scifact, split(scifact)[0][:30], tmp_path)
+    out = train(str(tiny_model_dir), source, tmp_path / "head", TrainingConfig(**{**SHORT.as_dict(), "trainable": "head"}))
+    before = models.load_classifier(str(tiny_model_dir)).model.state_dict()
+    after = models.load_classifier(str(out)).model.state_dict()
+    changed = {name for name in before if not torch.equal(before[name], after[name])}
+    assert changed and all(name.startswith("classifier") or ".pooler." in f".{name}" for name in changed)
+    meta = models.read_meta(out)
+    assert 0 < meta["trainable_parameters"] < meta["parameters"] / 100
+
+
+def test_a_distilled_student_learns_its_teachers_logits(scifact, tiny_model_dir, tmp_path):
+    """A one-layer student trained on a fine-tuned two-layer teacher's logits moves towards them."""
+    source, _ = with_qids(scifact, split(scifact)[0][:30], tmp_path)
+    teacher = train(str(tiny_model_dir), source, tmp_path / "teacher",
+                    TrainingConfig(**{**SHORT.as_dict(), "max_pairs": 64, "epochs": 2, "learning_rate": 1e-3}))
+    config = TrainingConfig(**{**SHORT.as_dict(), "objective": "distill", "teacher": str(teacher),
+                               "num_layers": 1, "max_pairs": 64, "epochs": 3, "learning_rate": 1e-3,
+                               "eval_every": 1000, "validation_fraction": 0.2, "select": "last"})
+    out = train(str(tiny_model_dir), source, tmp_path / "student", config)
+    meta = models.read_meta(out)
+    assert meta["teacher"]["checkpoint"] == str(teacher) and meta["num_layers"] == 1
+    assert meta["validation"]["loss"] < meta["validation"]["untrained_loss"]
+    with pytest.raises(ValueError, match="distill objective and a teacher"):
+        TrainingConfig(**{**SHORT.as_dict(), "objective": "distill"})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reranker.formats.atomic import write_lines
+from reranker.formats.docs import strip_markup
 from reranker.formats.errors import FormatError
 from reranker.formats.text import iter_jsonl
 
@@ -23,6 +24,27 @@ class Unit:
 
     def to_json(self) -> str:
         return json.dumps({"doc_id": self.doc_id, "unit": self.unit, "text": self.text}, ensure_ascii=False)
+
+
+def title_and_body(title: str, text: str) -> tuple[str, str]:
+    """Clean title and body; a body that starts with its title (Cranfield) loses that copy."""
+    title, body = strip_markup(title), strip_markup(text)
+    if title and body.startswith(title):
+        body = body[len(title):].lstrip()
+    return title, body
+
+
+def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, with_title: bool) -> list[Unit]:
+    """Word windows (Dai & Callan 2019): `length` words every `stride` words, the last one reaching the
+    end, each prefixed by the title with `with_title`. Shared by scoring (segment) and training."""
+    words = body.split()
+    texts = []
+    for start in range(0, max(len(words), 1), stride):
+        passage = " ".join(words[start:start + length])
+        texts.append(f"{title} {passage}".strip() if with_title else passage)
+        if start + length >= len(words):
+            break
+    return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
 
 
 def write_segments(units: Iterable[Unit], path: str | os.PathLike) -> None:
