@@ -41,6 +41,7 @@ include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/neural.smk"
 include: "workflow/rules/radboud.smk"
+include: "workflow/rules/ntnu.smk"
 include: "workflow/rules/tables.smk"
 
 

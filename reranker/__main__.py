@@ -18,6 +18,7 @@ STAGES = {
     "fuse": "Birch's cross-validated fusion and aggregation baselines",
     "evaluate": "evaluate runs with ir_measures, per query",
     "tables": "experiment tables with significance marks",
+    "speed": "queries per minute of a pipeline, from its jobs' Snakemake benchmark files",
     "compare": "a run's numbers against the stored reference; promote a run to be the reference",
 }
 

@@ -131,11 +131,12 @@ def _fill_entries(config: dict) -> dict:
         if isinstance(entry_schema, Mapping) and isinstance(config.get(key), Mapping):
             entry_defaults = defaults(entry_schema)
             config[key] = {name: merge(entry_defaults, entry) for name, entry in config[key].items()}
-    radboud = _schema()["properties"]["radboud"]["properties"]
-    for key in ("pretraining", "variants"):  # named entries of the Radboud section
-        entry_defaults = defaults(radboud[key]["additionalProperties"])
-        section = config.get("radboud", {})
-        section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
+    for experiment, keys in (("radboud", ("pretraining", "variants")), ("ntnu", ("models", "tables"))):
+        properties = _schema()["properties"][experiment]["properties"]
+        section = config.get(experiment, {})
+        for key in keys:  # the section's named entries
+            entry_defaults = defaults(properties[key]["additionalProperties"])
+            section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
     return config
 
 
@@ -177,6 +178,20 @@ def _check_references(config: Mapping) -> None:
                      f"{', '.join(radboud['tables'])})"
                      for name, spec in radboud["variants"].items() for table in spec["tables"]
                      if table not in radboud["tables"]]
+    ntnu = config["ntnu"]
+    if ntnu["collection"]:
+        for key in ("collection", "train_collection"):
+            if ntnu[key] not in collections:
+                problems.append(f"  ntnu/{key}: unknown collection {ntnu[key]!r}")
+        if ntnu["collection"] in collections:
+            known = list(dict.fromkeys(config["measures"] + collections[ntnu["collection"]]["measures"]))
+            problems += [f"  ntnu/measures: {m!r} is not among the measures of {ntnu['collection']} ({', '.join(known)})"
+                         for m in ntnu["measures"] if m not in known]
+        used += [("ntnu/base", ntnu["base"])] if ntnu["base"] else []
+        if ntnu["reference"] not in ntnu["models"]:
+            problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
+        problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
+                     for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
     used += [(f"checkpoints/{name}/training/teacher", entry["training"]["teacher"]) for name, entry in checkpoints.items()
              if (entry.get("training") or {}).get("teacher")]
@@ -218,11 +233,27 @@ def _radboud_checkpoints(config: Mapping) -> dict:
     return entries
 
 
+def ntnu_checkpoint(model: str) -> str:
+    return f"ntnu-{model}"
+
+
+def _ntnu_checkpoints(config: Mapping) -> dict:
+    """The checkpoints the NTNU section implies: one per model, trained on the training collection."""
+    section = config.get("ntnu") or {}
+    if not section.get("collection"):
+        return {}
+    return {ntnu_checkpoint(name): {
+        "source": "finetune", "label": spec["label"], "base": spec.get("base") or section["base"],
+        "train_on": [section["train_collection"]], "mix": False, "threads": section["threads"],
+        "training": merge(section.get("training", {}), spec.get("training", {}))}
+        for name, spec in section.get("models", {}).items()}
+
+
 def resolve(config: Mapping, expand: bool = True) -> dict:
-    """Schema defaults under `config`, registry entries filled, the Radboud checkpoints added, validated,
+    """Schema defaults under `config`, registry entries filled, the Radboud and NTNU checkpoints added, validated,
     `${VAR}` expanded."""
     resolved = _fill_entries(merge(defaults(), config))
-    resolved["checkpoints"] = {**resolved["checkpoints"], **_radboud_checkpoints(resolved)}
+    resolved["checkpoints"] = {**resolved["checkpoints"], **_radboud_checkpoints(resolved), **_ntnu_checkpoints(resolved)}
     validate(resolved)
     return expand_vars(resolved) if expand else resolved
 

@@ -315,19 +315,26 @@ def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Cand
 
 
 
-def aggregate(run: Run, unit_scores: UnitScores, method: str) -> Run:
+def aggregate(run: Run, unit_scores: UnitScores, method: str, candidates: int | None = None) -> Run:
     """Score each top-K document by FirstP/MaxP/SumP/MeanP of its unit scores (no first-stage score).
 
     Top-K documents without units follow the scored ones, then the tail, both in first-stage order.
+    With `candidates` R, only the first stage's top R are reranked, whatever else has scores (one
+    scoring at the largest R serves every smaller one).
     """
     if method not in AGGREGATORS:
         raise ValueError(f"method must be one of {', '.join(AGGREGATORS)}, not {method!r}")
+    if candidates is not None and candidates < 1:
+        raise ValueError(f"candidates must be positive, not {candidates}")
     extra = sorted(set(unit_scores) - set(run))
     if extra:
         raise ValueError(f"{len(extra)} queries have unit scores but no first-stage ranking (e.g. {extra[0]})")
     fused: Run = {}
     for qid, ranking in run.items():
         scored = unit_scores.get(qid, {})
+        if candidates is not None:
+            top_r = {doc_id for doc_id, _ in sorted_docs(ranking)[:candidates]}
+            scored = {doc_id: values for doc_id, values in scored.items() if doc_id in top_r}
         top, tail = split_at_k(ranking, scored, qid)
         scores = {doc_id: AGGREGATORS[method].combine(scored[doc_id]) for doc_id in top if scored.get(doc_id)}
         fused[qid] = with_tail(scores, [d for d in top if d not in scores] + tail, ranking)
@@ -395,7 +402,7 @@ def run_birch(args: argparse.Namespace) -> int:
 
 
 def run_aggregate(args: argparse.Namespace) -> int:
-    fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method)
+    fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method, args.candidates)
     write_run(fused, args.out, tag=args.tag or args.method)
     print(f"{args.method}: {len(fused)} queries -> {args.out}")
     return 0
@@ -420,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     agg.add_argument("--run", required=True, help="first-stage TREC run (.gz ok)")
     agg.add_argument("--scores", required=True, help="unit scores TSV: qid, doc_id, unit, score")
     agg.add_argument("--out", required=True, help="TREC run")
+    agg.add_argument("--candidates", type=int, help="rerank only the first stage's top R (default: every scored one)")
     agg.add_argument("--tag", help="run tag (default the method)")
     agg.set_defaults(handler=run_aggregate)
 

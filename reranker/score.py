@@ -461,8 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
     add_config(parser, "score, segment.candidates, the checkpoint's entry; the cache under run_dir")
-    parser.add_argument("--experiment", choices=("birch", "radboud"), default="birch",
-                        help="whose candidates K and max length: segment: (Birch) or radboud:")
+    parser.add_argument("--experiment", choices=("birch", "radboud", "ntnu"), default="birch",
+                        help="whose candidates K, max length and precision: segment: and score: (Birch), radboud: or ntnu:")
+    parser.add_argument("--candidates", type=int, help="score the run's top K (default: the experiment's)")
     parser.add_argument("--ranking", choices=RANKINGS, help="radboud: how a document is ranked from the logits")
     parser.add_argument("--folds", help="folds JSON: score only the test queries of the checkpoint's train_fold")
     args = parser.parse_args(argv)
@@ -477,12 +478,14 @@ def main(argv: list[str] | None = None) -> int:
         kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
         candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
         precision = settings["precision"]
-        if args.experiment == "radboud":
-            candidates, max_length = config["radboud"]["candidates"], args.max_length or config["radboud"]["max_length"]
-            precision = resolve_precision(config["radboud"]["precision"], pick_device(settings["device"]))
-            ranking = args.ranking or "relevant"
-            kind = "argmax" if ranking == "argmax" else "logit"
-            relevant_index = int(ranking.removeprefix("label")) if ranking.startswith("label") else None
+        if args.experiment != "birch":  # the thesis sections share these keys
+            section = config[args.experiment]
+            candidates, max_length = section["candidates"], args.max_length or section["max_length"]
+            precision = resolve_precision(section["precision"], pick_device(settings["device"]))
+        if args.ranking:
+            kind = "argmax" if args.ranking == "argmax" else "logit"
+            relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None
+        candidates = args.candidates or candidates
         queries = None
         if entry.get("train_fold") is not None:
             if not args.folds:

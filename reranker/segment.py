@@ -204,20 +204,24 @@ def main(argv: list[str] | None = None) -> int:
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
     add_config(parser, "segment; the tokenizer of birch.checkpoints' first")
-    parser.add_argument("--experiment", choices=("birch", "radboud"), default="birch",
-                        help="whose candidates K: segment: (Birch) or radboud:")
+    parser.add_argument("--experiment", choices=("birch", "radboud", "ntnu"), default="birch",
+                        help="whose candidates K (and passages): segment: (Birch), radboud: or ntnu:")
     args = parser.parse_args(argv)
     from reranker.config import ConfigError, load_config
     from reranker.workflow import Experiment
 
     try:
         config = load_config(args.config)
-        settings, tokenizer = config["segment"], Experiment(config).tokenizer or DEFAULT_TOKENIZER
-        candidates = settings["candidates"] if args.experiment == "birch" else config["radboud"]["candidates"]
+        experiment = Experiment(config)
+        settings, tokenizer = config["segment"], experiment.tokenizer or DEFAULT_TOKENIZER
+        candidates, passages = settings["candidates"], settings["passages"]
+        if args.experiment == "radboud":
+            candidates = config["radboud"]["candidates"]
+        elif args.experiment == "ntnu":  # down to the deepest R of its sweep
+            candidates, passages = experiment.ntnu_depth, config["ntnu"]["passages"]
         meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
-                       tokenizer=tokenizer, max_length=settings["max_length"],
-                       passage_length=settings["passages"]["length"], passage_stride=settings["passages"]["stride"],
-                       passage_title=settings["passages"]["title"])
+                       tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],
+                       passage_stride=passages["stride"], passage_title=passages["title"])
     except (ConfigError, FormatError, FileNotFoundError, ValueError) as err:
         print(f"segment: {err}", file=sys.stderr)
         return 1

@@ -578,6 +578,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             "base_fingerprint": classifier.fingerprint,
             "fresh_head": fresh,
             "num_layers": classifier.model.config.num_hidden_layers,
+            "shape": f"{classifier.model.config.num_hidden_layers}/{classifier.model.config.hidden_size}",
             "parameters": sum(p.numel() for p in classifier.model.parameters()),
             "trainable_parameters": sum(p.numel() for p in classifier.model.parameters() if p.requires_grad),
             "sources": [example.record for example in examples],

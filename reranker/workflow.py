@@ -11,7 +11,14 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reranker.config import checkpoint_config, pretrained_checkpoint, radboud_checkpoint, slug, training_config
+from reranker.config import (
+    checkpoint_config,
+    ntnu_checkpoint,
+    pretrained_checkpoint,
+    radboud_checkpoint,
+    slug,
+    training_config,
+)
 from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 # Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
@@ -35,6 +42,10 @@ PATTERNS = {
     "fusion_dir": "work/fusion",
     "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
     "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
+    "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
+    "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",
+    "ntnu_speed": "work/speed/{collection}/{system}.json",
+    "benchmark": "benchmarks/{stage}/{name}.tsv",
     "log": "logs/{stage}/{name}.log",
     # What a run publishes, mirrored in the reference folder (results/ for the default).
     "table": "tables/{table}.md",
@@ -281,6 +292,153 @@ class Experiment:
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
                 f"grid: {grid}. nDCG gains are ir_datasets' grades with -1 as 0.")
 
+    # The NTNU thesis' tables ------------------------------------------------------------------
+    @property
+    def ntnu(self) -> dict | None:
+        section = self.config["ntnu"]
+        return section if section["collection"] else None
+
+    @property
+    def ntnu_slug(self) -> str:
+        return slug(self.ntnu["collection"])
+
+    @property
+    def ntnu_depth(self) -> int:
+        """Candidates segmented: the largest R of the tables and of the sweep."""
+        return max([self.ntnu["candidates"]] + (self.ntnu["candidate_sweep"] if self.ntnu["sweep_figure"] else []))
+
+    def ntnu_run(self, model: str, aggregation: str, candidates: int | None = None) -> str:
+        """A reranked run: at the tables' R, or (the sweep) at R out of the deepest scoring."""
+        return f"ntnu.{model}.{aggregation}" + (f".r{candidates}" if candidates is not None else "")
+
+    def ntnu_eval(self, run: str) -> str:
+        return self.layout.path("eval", collection=self.ntnu_slug, run=run)
+
+    def ntnu_rows(self, table: str) -> list[tuple[str, str, str]]:
+        """(row label, model, aggregation) of a table, after the first stage's row."""
+        section, spec = self.ntnu, self.ntnu["tables"][table]
+        models = [(name, m["label"]) for name, m in section["models"].items() if table in m["tables"]]
+        if spec["by_aggregation"]:
+            return [(f"{label}, {AGGREGATORS[a].label}", name, a) for name, label in models for a in section["aggregations"]]
+        return [(label, name, section["aggregation"]) for name, label in models]
+
+    def ntnu_specs(self, table: str) -> list[str]:
+        """GROUP:ROW:EVAL specs of a table: the first stage's row, then the models'."""
+        section = self.ntnu
+        first = FIRST_STAGES[section["first_stage"]].label
+        return ([f"{section['collection']}:{first}:{self.ntnu_eval(section['first_stage'])}"]
+                + [f"{section['collection']}:{label}:{self.ntnu_eval(self.ntnu_run(m, a))}" for label, m, a in self.ntnu_rows(table)])
+
+    def ntnu_checkpoint_meta(self, model: str) -> str:
+        return self.layout.path("checkpoint_meta", checkpoint=ntnu_checkpoint(model))
+
+    def ntnu_speed(self, system: str) -> str:
+        """Queries per minute of a model's pipeline (or of the first stage alone)."""
+        return self.layout.path("ntnu_speed", collection=self.ntnu_slug, system=system)
+
+    NTNU_COLUMNS = {  # column -> (label, source, key, format); measures come from the section
+        "shape": ("L/H", "checkpoint", "shape", None),
+        "final_loss": ("Train loss", "checkpoint", "final_loss", ".4f"),
+        "validation_loss": ("Eval loss", "checkpoint", "validation.last_loss", ".4f"),
+        "parameters": ("Parameters", "checkpoint", "parameters", ",.0f"),
+        "queries_per_minute": ("Queries/min", "speed", "queries_per_minute", ",.0f"),
+    }
+
+    def ntnu_values(self, table: str) -> list[str]:
+        """ROW:COLUMN:JSON:KEY specs of a table's non-measure columns (the first stage: its speed only)."""
+        section, specs = self.ntnu, []
+        first = FIRST_STAGES[section["first_stage"]].label
+        for column in self.config["ntnu"]["tables"][table]["columns"]:
+            if column == "measures":
+                continue
+            label, source, key, _ = self.NTNU_COLUMNS[column]
+            if source == "speed":
+                specs.append(f"{first}:{label}:{self.ntnu_speed(section['first_stage'])}:{key}")
+            for row, model, _ in self.ntnu_rows(table):
+                path = self.ntnu_speed(model) if source == "speed" else self.ntnu_checkpoint_meta(model)
+                specs.append(f"{row}:{label}:{path}:{key}")
+        return specs
+
+    def ntnu_value_formats(self, table: str) -> list[str]:
+        return [f"{self.NTNU_COLUMNS[c][0]}:{self.NTNU_COLUMNS[c][3]}" for c in self.ntnu["tables"][table]["columns"]
+                if c != "measures" and self.NTNU_COLUMNS[c][3]]
+
+    def ntnu_table_inputs(self, table: str) -> list[str]:
+        """Every file a table reads: evaluations, checkpoint metas and speed files."""
+        files = [spec.split(":", 2)[2] for spec in self.ntnu_specs(table)]
+        files += [spec.split(":")[2] for spec in self.ntnu_values(table)]
+        return list(dict.fromkeys(files))
+
+    def ntnu_summary(self, table: str) -> str | None:
+        """LABEL:ROW1|ROW2|... of a table's mean ± sd row (over seeds); labels may hold commas."""
+        if not self.ntnu["tables"][table]["summary"]:
+            return None
+        return "Mean ± sd:" + "|".join(label for label, _, _ in self.ntnu_rows(table))
+
+    def ntnu_speed_stages(self, system: str) -> dict[str, str]:
+        """The benchmark files of a system's pipeline: the first stage, then passages and a model's scoring."""
+        section, collection = self.ntnu, self.ntnu_slug
+        stages = {"retrieve": self.layout.path("benchmark", stage="retrieve", name=f"{collection}.{section['first_stage']}")}
+        if system != section["first_stage"]:
+            stages["segment"] = self.layout.path("benchmark", stage="segment", name=f"{collection}.ntnu-passages")
+            stages["score"] = self.layout.path("benchmark", stage="score", name=f"{collection}.{ntnu_checkpoint(system)}"
+                                               f".ntnu-passages.k{section['candidates']}")
+        return stages
+
+    def ntnu_figure_inputs(self, table: str) -> list[str]:
+        section, kind = self.ntnu, self.ntnu["tables"][table]["figure"]
+        if kind == "ranks":
+            return ([self.layout.path("trec_run", collection=self.ntnu_slug, run=section["first_stage"]),
+                     self.layout.path("qrels", collection=self.ntnu_slug)]
+                    + [self.layout.path("trec_run", collection=self.ntnu_slug, run=self.ntnu_run(m, a))
+                       for _, m, a in self.ntnu_rows(table)])
+        return [self.ntnu_checkpoint_meta(m) for m in dict.fromkeys(m for _, m, _ in self.ntnu_rows(table))]
+
+    def ntnu_figure_args(self, table: str) -> str:
+        """`tables figure` arguments: the relevant document's rank (runs), or loss curves (checkpoints)."""
+        section, kind = self.ntnu, self.ntnu["tables"][table]["figure"]
+        if kind == "ranks":
+            rows = [(FIRST_STAGES[section["first_stage"]].label, section["first_stage"])]
+            rows += [(label, self.ntnu_run(m, a)) for label, m, a in self.ntnu_rows(table)]
+            runs = [f"{label}:{self.layout.path('trec_run', collection=self.ntnu_slug, run=run)}" for label, run in rows]
+            grade = self.config["collections"][section["collection"]]["relevant_min_grade"]
+            return (" ".join(["ranks"] + [f"--run {shlex.quote(r)}" for r in runs])
+                    + f" --qrels {self.layout.path('qrels', collection=self.ntnu_slug)} --depth {section['candidates']}"
+                    f" --relevant-min-grade {grade}")
+        models = dict.fromkeys((m, self.ntnu["models"][m]["label"]) for _, m, _ in self.ntnu_rows(table))
+        checkpoints = [f"{label}:{self.layout.path('checkpoint_dir', checkpoint=ntnu_checkpoint(m))}" for m, label in models]
+        return " ".join(["curves"] + [f"--checkpoint {shlex.quote(c)}" for c in checkpoints]
+                        + ["--what", "validation" if kind == "validation_curves" else "both"])
+
+    def ntnu_sweep_runs(self) -> list[tuple[int, str, str]]:
+        """(R, row label, run) of figure 5.4: the first stage, and the reference model per aggregation."""
+        section = self.ntnu
+        label = section["models"][section["reference"]]["label"]
+        rows = [(r, FIRST_STAGES[section["first_stage"]].label, section["first_stage"]) for r in section["candidate_sweep"]]
+        rows += [(r, f"{label}, {AGGREGATORS[a].label}", self.ntnu_run(section["reference"], a, r))
+                 for a in section["aggregations"] for r in section["candidate_sweep"]]
+        return rows
+
+    def ntnu_sweep_evals(self) -> list[str]:
+        return list(dict.fromkeys(self.ntnu_eval(run) for _, _, run in self.ntnu_sweep_runs()))
+
+    def ntnu_sweep_specs(self) -> list[str]:
+        return [f"{r}:{label}:{self.ntnu_eval(run)}" for r, label, run in self.ntnu_sweep_runs()]
+
+    def ntnu_caption(self, table: str) -> str:
+        section = self.ntnu
+        training = training_config(self.config, ntnu_checkpoint(section["reference"]))
+        passages = section["passages"]
+        first = FIRST_STAGES[section["first_stage"]].label
+        return (f"{section['tables'][table]['caption']}. {section['collection']}: {first} top {section['candidates']} "
+                f"reranked (the rest kept in order); passages of {passages['length']} words every {passages['stride']}"
+                f"{', titled' if passages['title'] else ''}, max length {section['max_length']}; rerankers start from "
+                f"{self.hub_model(section['base'])} and train on {section['train_collection']} (passages of relevant "
+                f"documents positive; {training['negatives_per_positive']} negatives per positive from the top "
+                f"{training['negatives_depth']}; lr {training['learning_rate']:g}, batch {training['batch_size']}, "
+                f"{training['epochs']:g} epochs, at most {training['max_pairs']} pairs unless a row says otherwise); "
+                f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says.")
+
     # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
     # reruns a job when one of its own settings changes, and only then.
     def settings(self, stage: str, collection: str | None = None, checkpoint: str | None = None,
@@ -312,6 +470,11 @@ class Experiment:
         if stage == "score_radboud":
             return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
                     **{key: config["radboud"][key] for key in ("candidates", "max_length", "precision")}}
+        if stage == "segment_ntnu":
+            return {"passages": config["ntnu"]["passages"], "candidates": self.ntnu_depth}
+        if stage == "score_ntnu":
+            return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
+                    **{key: config["ntnu"][key] for key in ("max_length", "precision")}}
         if stage == "fuse":
             return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
         if stage == "compare":

@@ -197,6 +197,9 @@ def test_aggregation_methods_on_a_hand_checkable_case():
         ranked = fuse.aggregate(run, units, method)["q"]
         assert [d for d, _ in sorted_docs(ranked)] == order, method
     assert fuse.aggregate(run, units, "sump")["q"]["d1"] == 6.0
+    # Candidates R = 3: d5's units are ignored; d4 onwards keep the first stage's order.
+    ranked = fuse.aggregate(run, units, "maxp", candidates=3)["q"]
+    assert [d for d, _ in sorted_docs(ranked)] == ["d2", "d1", "d3", "d4", "d5", "d6"]
 
 
 def test_parameter_grid_is_exact_and_ordered():

@@ -18,13 +18,15 @@ from reranker.workflow import Experiment
 
 REPO = Path(__file__).resolve().parent.parent
 # Flags a rule may pass: paths, the ids a job is about (which experiment's section, which ranking of the
-# logits), and threads. Settings never travel as flags.
+# logits, how many candidates a wildcard asks for), threads, and --no-cache where a job's own time is
+# the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
-                 "--experiment", "--ranking",
+                 "--experiment", "--ranking", "--candidates", "--no-cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
-GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("fuse", "aggregate")}
+GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
+           ("speed", "--stage")}
 
 
 def profile_files(profile: str) -> list[Path]:
@@ -61,6 +63,8 @@ def test_the_resolved_config_reaches_every_stage_unchanged(profile, tmp_path, bi
         assert flags <= ALLOWED_FLAGS, f"{stage} gets settings as flags: {sorted(flags - ALLOWED_FLAGS)}"
     trained = {"train"}  # the paper's Birch checkpoints are fetched; its Radboud rerankers are trained
     assert {"collections", "index", "retrieve", "evaluate", "segment", "score", "fuse", "tables", "compare"} | trained <= stages
+    if profile == "quick":
+        assert "speed" in stages
 
 
 def test_the_paper_profile_resolves_with_gpus_and_its_own_reference():
@@ -92,3 +96,27 @@ def test_paths_are_defined_once():
     assert experiment.layout.path("scores", collection="cacm", checkpoint="scifact", first_stage="bm25_rm3", k=30,
                                   unit="sentences") == re.sub(r"\{(\w+)\}", lambda m: {"collection": "cacm",
                                   "checkpoint": "scifact", "unit": "sentences"}[m.group(1)], pattern)
+
+
+def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
+    config = load_config(profile_files("quick"))
+    experiment, section = Experiment(config), config["ntnu"]
+    assert experiment.ntnu_depth == max(section["candidate_sweep"] + [section["candidates"]])
+    rows = experiment.ntnu_rows("ntnu_5_1")
+    assert [(m, a) for _, m, a in rows] == [("bert", a) for a in section["aggregations"]]
+    assert all(a == section["aggregation"] for _, _, a in experiment.ntnu_rows("ntnu_5_2"))
+    specs = experiment.ntnu_specs("ntnu_5_5")
+    assert specs[0].split(":")[1] == "BM25" and len(specs) == 1 + len(experiment.ntnu_rows("ntnu_5_5"))
+    values = experiment.ntnu_values("ntnu_5_5")
+    # Queries/min for every row, the first stage's included; the shape and size for the models alone.
+    assert sum(":Queries/min:" in v for v in values) == len(specs)
+    assert sum(":Parameters:" in v for v in values) == len(specs) - 1
+    stages = experiment.ntnu_speed_stages("layers-2")
+    assert list(stages) == ["retrieve", "segment", "score"] and "ntnu-layers-2" in stages["score"]
+    assert list(experiment.ntnu_speed_stages(section["first_stage"])) == ["retrieve"]
+    assert experiment.ntnu_summary("ntnu_5_4").count("|") == len(experiment.ntnu_rows("ntnu_5_4")) - 1
+    # The distilled students learn from the 6-epoch teacher, whose checkpoint their training waits for.
+    assert experiment.checkpoint_files("ntnu-epochs-6")[0] in experiment.training_inputs("ntnu-distilled-layers-2")
+    assert experiment.ntnu_figure_args("ntnu_5_4").endswith("--what validation")
+    sweep = experiment.ntnu_sweep_specs()
+    assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))

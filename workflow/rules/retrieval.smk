@@ -26,6 +26,8 @@ rule retrieve:
         P("trec_run", run="{model}"),
     log:
         P("log", stage="retrieve", name="{collection}.{model}"),
+    benchmark:
+        P("benchmark", stage="retrieve", name="{collection}.{model}")
     conda:
         ENV
     threads: THREADS

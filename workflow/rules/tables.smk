@@ -1,6 +1,6 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
 
-TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")] + RADBOUD_TABLES
+TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")] + RADBOUD_TABLES + NTNU_TABLES
 STATS_NOTE = (
     "Judged queries have at least one qrels line; relevant = grade >= the collection relevant_min_grade"
     " (default 1); doc length counts title + text words."

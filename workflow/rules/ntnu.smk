@@ -1,0 +1,193 @@
+# Steensland (2021), the NTNU thesis: titled passages of the first stage's top R scored by BERT,
+# aggregated per document (Max, Mean), with fine-tuning choices, model size and distillation as rows.
+#   snakemake --cores all ntnu
+
+NTNU_TABLES = []  # compared with the reference with the others (tables.smk), figures built with them
+
+if EXP.ntnu:
+    NT = CFG["ntnu"]
+    NT_SLUG = EXP.ntnu_slug
+    NT_FIRST = NT["first_stage"]
+    NT_FIGURES = [PATH("figure", figure=t) for t, spec in NT["tables"].items() if spec["figure"] != "none"]
+    NT_FIGURES += [PATH("figure", figure="ntnu_candidates")] if NT["sweep_figure"] else []
+    NTNU_TABLES = [PATH("table", table=t) for t in NT["tables"]] + NT_FIGURES
+
+    wildcard_constraints:
+        ntnu_model=wildcard_pattern(NT["models"]),
+        aggregation=wildcard_pattern(AGGREGATORS),
+        r="[0-9]+",
+
+    rule ntnu:
+        """Every table and figure of the NTNU thesis."""
+        input:
+            NTNU_TABLES,
+
+    rule segment_ntnu:
+        """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
+        input:
+            docs=P("docs"),
+            run=P("trec_run", run=NT_FIRST),
+            topics=P("topics"),
+        output:
+            P("ntnu_segments", first_stage=NT_FIRST, k=EXP.ntnu_depth),
+        log:
+            P("log", stage="segment", name="{collection}.ntnu-passages"),
+        benchmark:
+            P("benchmark", stage="segment", name="{collection}.ntnu-passages")
+        conda:
+            ENV
+        params:
+            config=CONFIG_FILE,
+            settings=settings("segment_ntnu"),
+        shell:
+            "python -m reranker segment --config {params.config} --experiment ntnu --docs {input.docs}"
+            " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
+
+    rule score_ntnu:
+        """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
+        input:
+            checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
+            segments=P("ntnu_segments", first_stage=NT_FIRST, k=EXP.ntnu_depth),
+            run=P("trec_run", run=NT_FIRST),
+            topics=P("topics"),
+            qrels=P("qrels"),
+        output:
+            P("ntnu_scores", first_stage=NT_FIRST),
+        log:
+            P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
+        benchmark:
+            P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
+        conda:
+            ENV
+        threads: lambda w: EXP.job_threads(w.checkpoint)
+        resources:
+            gpu=CFG["score"]["gpus"],
+        params:
+            config=CONFIG_FILE,
+            settings=lambda w: settings("score_ntnu", checkpoint=w.checkpoint),
+        shell:
+            "python -m reranker score --config {params.config} --experiment ntnu --checkpoint {wildcards.checkpoint}"
+            " --candidates {wildcards.k} --no-cache --segments {input.segments} --run {input.run}"
+            " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output} 2> {log}"
+
+    rule rerank_ntnu:
+        """Documents ordered by an aggregation of their passages' scores; the rest keep the first stage's order."""
+        input:
+            run=P("trec_run", run=NT_FIRST),
+            scores=lambda w: PATH(
+                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NT["candidates"], checkpoint=f"ntnu-{w.ntnu_model}"
+            ),
+        output:
+            P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
+        log:
+            P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
+        conda:
+            ENV
+        shell:
+            "python -m reranker fuse aggregate --method {wildcards.aggregation} --run {input.run} --scores {input.scores}"
+            " --out {output} 2> {log}"
+
+    rule rerank_ntnu_sweep:
+        """Figure 5.4: the top R reranked, R out of one scoring at the deepest R."""
+        input:
+            run=P("trec_run", run=NT_FIRST),
+            scores=lambda w: PATH(
+                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=EXP.ntnu_depth, checkpoint=f"ntnu-{w.ntnu_model}"
+            ),
+        output:
+            P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
+        log:
+            P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
+        conda:
+            ENV
+        shell:
+            "python -m reranker fuse aggregate --method {wildcards.aggregation} --candidates {wildcards.r}"
+            " --run {input.run} --scores {input.scores} --out {output} 2> {log}"
+
+    rule ntnu_speed:
+        """Queries per minute: the first stage alone, or with passage splitting and one model's scoring."""
+        input:
+            unpack(lambda w: EXP.ntnu_speed_stages(w.system)),
+            topics=P("topics"),
+        output:
+            P("ntnu_speed"),
+        log:
+            P("log", stage="speed", name="{collection}.{system}"),
+        conda:
+            ENV
+        params:
+            stages=lambda w, input: " ".join(
+                f"--stage {name}:{path}" for name, path in input.items() if name != "topics"
+            ),
+        shell:
+            "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
+
+    for nt_table, nt_spec in NT["tables"].items():
+
+        rule:
+            name:
+                f"ntnu_table_{nt_table}"
+            input:
+                EXP.ntnu_table_inputs(nt_table),
+            output:
+                md=PATH("table", table=nt_table),
+                csv=PATH("table_stem", table=nt_table) + ".csv",
+                tex=PATH("table_stem", table=nt_table) + ".tex",
+                numbers=PATH("numbers", table=nt_table),
+            log:
+                PATH("log", stage="tables", name=nt_table),
+            conda:
+                ENV
+            params:
+                specs=" ".join(shlex.quote(s) for s in EXP.ntnu_specs(nt_table)),
+                values=" ".join(f"--value {shlex.quote(s)}" for s in EXP.ntnu_values(nt_table)),
+                formats=" ".join(f"--value-format {shlex.quote(s)}" for s in EXP.ntnu_value_formats(nt_table)),
+                summary=(f"--summary-row {shlex.quote(EXP.ntnu_summary(nt_table))}" if EXP.ntnu_summary(nt_table) else ""),
+                baseline=FIRST_STAGES[NT_FIRST].label,
+                measures=" ".join(NT["measures"]),
+                caption=EXP.ntnu_caption(nt_table),
+                out=lambda w, output: output.md[: -len(".md")],
+                command=CFG["run_command"] + " ntnu",
+            shell:
+                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
+                " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.summary}"
+                " --caption {params.caption:q} --out {params.out} --formats md csv tex --numbers {output.numbers}"
+                " --command {params.command:q} > {log}"
+
+        if nt_spec["figure"] != "none":
+
+            rule:
+                name:
+                    f"ntnu_figure_{nt_table}"
+                input:
+                    EXP.ntnu_figure_inputs(nt_table),
+                output:
+                    PATH("figure", figure=nt_table),
+                log:
+                    PATH("log", stage="figures", name=nt_table),
+                conda:
+                    ENV
+                params:
+                    args=EXP.ntnu_figure_args(nt_table),
+                    command=CFG["run_command"] + " ntnu",
+                shell:
+                    "python -m reranker tables figure {params.args} --out {output} > {log}"
+
+    if NT["sweep_figure"]:
+
+        rule ntnu_candidates_figure:
+            """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
+            input:
+                EXP.ntnu_sweep_evals(),
+            output:
+                PATH("figure", figure="ntnu_candidates"),
+            log:
+                PATH("log", stage="figures", name="ntnu_candidates"),
+            conda:
+                ENV
+            params:
+                specs=" ".join(f"--eval {shlex.quote(s)}" for s in EXP.ntnu_sweep_specs()),
+                measures=" ".join(NT["measures"]),
+            shell:
+                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R"
+                " --out {output} > {log}"
