@@ -2,7 +2,10 @@
 
 A table is rows of systems against column groups (collections) of measures. Each cell may carry a
 mark: `†` means p < 0.05 in a two-sided paired t-test against the baseline row of its group.
-Tables are written from saved evaluations (reranker.evaluate JSON), never from typed numbers.
+Tables are written from saved evaluations (reranker.evaluate JSON), never from typed numbers; extra
+columns (`--value`) are read from JSON files the suite wrote (checkpoint meta, throughput), and summary rows
+(`--summary-row`) give the mean ± sample standard deviation over rows such as seeds. Figures over runs,
+checkpoints and sweeps are in reranker.figures (`tables figure ...`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import io
 import json
 import math
 import os
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +30,12 @@ from reranker.significance import paired_ttest
 SIGNIFICANT = "†"
 SECOND_SIGNIFICANT = "‡"
 MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
+PLUS_MINUS = "±"
+Value = float | int | str | None  # an extra column's cell: a number, or a string printed verbatim (e.g. "6/384")
+
+
+class TableError(ValueError):
+    """A bad argument or input file; main prints it prefixed `tables:` and exits 2 before writing anything."""
 
 
 @dataclass
@@ -41,6 +51,53 @@ class Table:
     cells: dict[tuple[str, str, str], float] = field(default_factory=dict)
     marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Columns after the measures, the same value in every group; never tested, never bold.
+    extra_columns: list[str] = field(default_factory=list)
+    extras: dict[tuple[str, str], Value] = field(default_factory=dict)  # (row, column) -> value
+    extra_formats: dict[str, str] = field(default_factory=dict)  # column -> format spec
+    # Summary rows: (row, group, measure) -> (mean, sample sd, n) over other rows' values.
+    summaries: dict[tuple[str, str, str], tuple[float, float, int]] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> list[str]:
+        """The measures, then the extra value columns."""
+        return self.measures + self.extra_columns
+
+    def add_value(self, row: str, column: str, value: Value) -> None:
+        """An extra column's value for `row` (in every group): a number or a string, never significance-tested."""
+        if column in self.measures:
+            raise TableError(f"column {column!r} is already a measure of the table")
+        if row not in self.rows:
+            raise TableError(f"row {row!r} is not a row of the table (rows: {', '.join(self.rows)})")
+        if column not in self.extra_columns:
+            self.extra_columns.append(column)
+        self.extras[(row, column)] = value
+
+    def add_summary(self, label: str, rows: Sequence[str]) -> None:
+        """A row of mean ± sample standard deviation over `rows` (e.g. seeds), per group and measure."""
+        if label in self.rows:
+            raise TableError(f"summary row {label!r} is already a row of the table")
+        unknown = [r for r in rows if r not in self.rows]
+        if unknown or len(rows) < 2:
+            raise TableError(f"summary row {label!r} needs two or more rows of the table; "
+                             + (f"unknown: {', '.join(unknown)} (rows: {', '.join(self.rows)})" if unknown else f"got {len(rows)}"))
+        for g in self.groups:
+            for m in self.measures:
+                values = [self.cells[(r, g, m)] for r in rows if not math.isnan(self.cells.get((r, g, m), math.nan))]
+                if values:
+                    sd = statistics.stdev(values) if len(values) > 1 else math.nan
+                    self.summaries[(label, g, m)] = (statistics.fmean(values), sd, len(values))
+        self.rows.append(label)
+
+    def value_text(self, row: str, column: str) -> str:
+        """An extra column's cell: strings verbatim, numbers in the column's format (ints as ints, floats .4f)."""
+        value = self.extras.get((row, column))
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        if isinstance(value, str):
+            return value
+        spec = self.extra_formats.get(column) or ("d" if isinstance(value, int) else ".4f")
+        return format(value, spec)
 
     def add(self, row: str, group: str, measure: str, value: float, mark: str = "") -> None:
         if row not in self.rows:
@@ -50,6 +107,11 @@ class Table:
             self.marks[(row, group, measure)] = mark
 
     def text(self, row: str, group: str, measure: str) -> str:
+        if measure in self.extra_columns:
+            return self.value_text(row, measure)
+        if (row, group, measure) in self.summaries:
+            mean, sd, _ = self.summaries[(row, group, measure)]
+            return f"{mean:.4f} {PLUS_MINUS} " + ("–" if math.isnan(sd) else f"{sd:.4f}")
         value = self.cells.get((row, group, measure))
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "–"
@@ -57,7 +119,7 @@ class Table:
 
     def best(self, group: str, measure: str) -> set[str]:
         """The rows to bold: every row that ties with the best at the printed precision."""
-        if not self.bold_best:
+        if not self.bold_best or measure in self.extra_columns:
             return set()
         scored = {r: round(self.cells[(r, group, measure)], 4) for r in self.rows if (r, group, measure) in self.cells
                   and not math.isnan(self.cells[(r, group, measure)])}
@@ -67,14 +129,14 @@ class Table:
     def to_markdown(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
         header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 else label(m)
-                               for g in self.groups for m in self.measures]
+                               for g in self.groups for m in self.columns]
         lines = [f"**{self.caption}**", "", "| " + " | ".join(header) + " |",
                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         for row in self.rows:
             cells = []
             for g in self.groups:
-                for m in self.measures:
-                    text = self.text(row, g, m)
+                for m in self.columns:
+                    text = self.text(row, g, m).replace("|", "\\|")
                     cells.append(f"**{text}**" if row in self.best(g, m) else text)
             lines.append("| " + " | ".join([row] + cells) + " |")
         lines += [""] + [f"{note}  " for note in self.notes]
@@ -86,26 +148,30 @@ class Table:
         writer.writerow(["system", "collection", "measure", "value", "significant"])
         for row in self.rows:
             for g in self.groups:
-                for m in self.measures:
+                for m in self.columns:
                     if (row, g, m) in self.cells:
                         writer.writerow([row, g, m, f"{self.cells[(row, g, m)]:.6f}",
                                          int(bool(self.marks.get((row, g, m))))])
+                    elif (row, g, m) in self.summaries or (row, m) in self.extras:  # as printed; never tested
+                        writer.writerow([row, g, m, self.text(row, g, m), 0])
         return buffer.getvalue()
 
     def to_latex(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m).replace("@", "@")  # noqa: E731
-        spec = "l" + "r" * (len(self.groups) * len(self.measures))
+        spec = "l" + "r" * (len(self.groups) * len(self.columns))
         lines = ["\\begin{table}", "\\centering", f"\\caption{{{_tex(self.caption)}}}", f"\\begin{{tabular}}{{{spec}}}",
                  "\\toprule"]
         if len(self.groups) > 1:
-            lines.append(" & " + " & ".join(f"\\multicolumn{{{len(self.measures)}}}{{c}}{{{_tex(g)}}}" for g in self.groups) + " \\\\")
-        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.measures) + " \\\\")
+            lines.append(" & " + " & ".join(f"\\multicolumn{{{len(self.columns)}}}{{c}}{{{_tex(g)}}}" for g in self.groups) + " \\\\")
+        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.columns) + " \\\\")
         lines.append("\\midrule")
         for row in self.rows:
             cells = []
             for g in self.groups:
-                for m in self.measures:
-                    text = self.text(row, g, m).replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
+                for m in self.columns:
+                    text = self.text(row, g, m)
+                    text = _tex(text) if m in self.extra_columns else text.replace(PLUS_MINUS, "$\\pm$")
+                    text = text.replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
                     cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
@@ -116,9 +182,14 @@ class Table:
 
     def numbers(self) -> dict:
         """Every number of the table, for storing under results/ and comparing in tests."""
-        out: dict[str, dict[str, dict[str, float]]] = {}
+        out: dict[str, dict[str, dict[str, Value | dict]]] = {}
         for (row, g, m), value in self.cells.items():
             out.setdefault(g, {}).setdefault(row, {})[m] = value
+        for (row, g, m), (mean, sd, n) in self.summaries.items():
+            out.setdefault(g, {}).setdefault(row, {})[m] = {"mean": mean, "sd": None if math.isnan(sd) else sd, "n": n}
+        for g in self.groups:
+            for (row, column), value in self.extras.items():
+                out.setdefault(g, {}).setdefault(row, {})[column] = value
         return out
 
     def write(self, stem: str | os.PathLike, formats: Sequence[str] = ("md", "csv")) -> list[Path]:
@@ -174,6 +245,70 @@ def stats_markdown(table: Table) -> str:
             cells.append("–" if value is None else (f"{value:.2f}" if column.startswith("mean") else f"{int(value)}"))
         lines.append("| " + " | ".join([row] + cells) + " |")
     return "\n".join(lines + [""] + [f"{note}  " for note in table.notes]).rstrip() + "\n"
+
+
+def json_value(path: str | os.PathLike, key: str, cache: dict[str, object] | None = None) -> Value:
+    """The number or string at dotted `key` of a JSON file (list items by index); TableError naming both if absent."""
+    cache = {} if cache is None else cache
+    if str(path) not in cache:
+        try:
+            cache[str(path)] = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise TableError(f"{path}: no such file (wanted key {key!r})") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise TableError(f"{path}: cannot read it as JSON ({err}; wanted key {key!r})") from None
+    node = cache[str(path)]
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            found = f"; it has {', '.join(map(str, node))}" if isinstance(node, dict) else ""
+            raise TableError(f"{path}: no key {key!r} (missing {'.'.join(parts[:i + 1])!r}{found})")
+    if isinstance(node, dict | list):
+        raise TableError(f"{path}: key {key!r} holds a {type(node).__name__}, not a number or string")
+    return str(node).lower() if isinstance(node, bool) else node
+
+
+def parse_value_specs(values: Sequence[str], formats: Sequence[str]) -> tuple[list[tuple[str, str, Value]], dict[str, str], list[str]]:
+    """`--value ROW:COLUMN:JSON_FILE:KEY` and `--value-format COLUMN:SPEC`: the cells, the formats, the files read.
+
+    Everything is checked here, before any output is written."""
+    cells, files, cache = [], [], {}
+    for spec in values:
+        row, _, rest = spec.partition(":")
+        column, _, rest = rest.partition(":")
+        path, _, key = rest.rpartition(":")
+        if not (row and column and path and key):
+            raise TableError(f"--value {spec!r}: expected ROW:COLUMN:JSON_FILE:KEY")
+        cells.append((row, column, json_value(path, key, cache)))
+        files.append(path)
+    specs = {}
+    for spec in formats:
+        column, _, fmt = spec.rpartition(":")
+        if not column or not fmt:
+            raise TableError(f"--value-format {spec!r}: expected COLUMN:SPEC (e.g. 'pairs/s:,.0f')")
+        if column not in {c for _, c, _ in cells}:
+            raise TableError(f"--value-format {spec!r}: no --value fills column {column!r}")
+        specs[column] = fmt
+    for row, column, value in cells:
+        if column in specs and isinstance(value, int | float):
+            try:
+                format(value, specs[column])
+            except ValueError as err:
+                raise TableError(f"--value-format {column}:{specs[column]}: cannot format {value!r} of row {row!r} ({err})") from None
+    return cells, specs, files
+
+
+def parse_summary_spec(spec: str) -> tuple[str, list[str]]:
+    """`--summary-row LABEL:ROW1|ROW2|...` (row labels may hold commas: "MiniLM-L6, seed 2")."""
+    label, _, rows = spec.partition(":")
+    names = [r.strip() for r in rows.split("|") if r.strip()]
+    if not label or not names:
+        raise TableError(f"--summary-row {spec!r}: expected LABEL:ROW1|ROW2|...")
+    return label, names
 
 
 def load_evaluations(paths: Mapping[str, str | os.PathLike]) -> dict[str, Evaluation]:
@@ -327,6 +462,13 @@ def main(argv: list[str] | None = None) -> int:
                          help="score/checkpoint meta JSON files whose model fingerprints go into the provenance")
     results.add_argument("--checkpoints", nargs="*", default=[], metavar="LABEL:reranker.json",
                          help="fine-tuned checkpoints: a note per checkpoint on its held-out loss against the label prior")
+    results.add_argument("--value", action="append", default=[], metavar="ROW:COLUMN:JSON_FILE:KEY",
+                         help="an extra column after the measures: the number or string at dotted KEY of JSON_FILE "
+                              "(e.g. validation.loss), for ROW in every group; never tested or bolded")
+    results.add_argument("--value-format", action="append", default=[], metavar="COLUMN:SPEC",
+                         help="Python format spec of an extra column's numbers (e.g. ',.0f'); default .4f, ints as ints")
+    results.add_argument("--summary-row", action="append", default=[], metavar="LABEL:ROW1|ROW2|...",
+                         help="a row of mean ± sample standard deviation over the listed rows (e.g. seeds)")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
     stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
     pretraining = sub.add_parser("pretraining", help="held-out token accuracy (mlm) or loss (nsp) of pre-trained checkpoints")
@@ -338,10 +480,30 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--formats", nargs="+", default=["md", "csv"])
         command.add_argument("--numbers", help="also store every number with its provenance (JSON)")
         command.add_argument("--command", default="", help="the command that produced the table, for provenance")
-    args = parser.parse_args(argv)
+    from reranker.figures import add_figure_parsers, run_figure
 
+    add_figure_parsers(sub)
+    args = parser.parse_args(argv)
+    try:
+        if args.kind == "figure":
+            written = run_figure(args)
+        else:
+            written = write_table(args)
+    except TableError as err:
+        print(f"tables: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+def write_table(args: argparse.Namespace) -> list[Path]:
+    """The `results`, `stats` and `pretraining` subcommands: the table's files, and its numbers with provenance."""
     inputs: list[str] = []
     if args.kind == "results":
+        values, value_formats, value_files = parse_value_specs(args.value, args.value_format)  # before writing anything
+        summaries = [parse_summary_spec(spec) for spec in args.summary_row]
+        inputs += value_files
         entries = []
         for spec in args.eval:
             group, row, path = spec.split(":", 2)
@@ -355,6 +517,11 @@ def main(argv: list[str] | None = None) -> int:
         for group, row, evaluation in entries:
             add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None,
                        second=seconds.get(group) if row not in (args.second_baseline_row, args.baseline_row) else None)
+        for label, rows in summaries:
+            table.add_summary(label, rows)
+        for row, column, value in values:
+            table.add_value(row, column, value)
+        table.extra_formats.update(value_formats)
         if args.baseline_row:
             table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}"
                                + (f"; {SECOND_SIGNIFICANT} against {args.second_baseline_row}." if args.second_baseline_row
@@ -401,9 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                                     for label, metas in trained.items()}
         write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra))
         written.append(Path(args.numbers))
-    for path in written:
-        print(path)
-    return 0
+    return written
 
 
 def main_wall_clock(argv: list[str]) -> int:

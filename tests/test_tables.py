@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 
 import pytest
 from scipy import stats
@@ -126,3 +127,163 @@ def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
     assert wall_clock(nothing) is None
     assert main(["wallclock", "--log", str(nothing), "--out", str(out)]) == 0
     assert json.loads(out.read_text())["wall_clock_seconds"] == 3166.2  # a no-op run keeps the timed run's record
+
+
+def write_eval(path, values: dict[str, float]):
+    """A saved evaluation with the given aggregates (two queries holding the same value)."""
+    path.write_text(json.dumps({"measures": list(values), "queries": 2, "aggregate": values,
+                                "per_query": {m: {"1": v, "2": v} for m, v in values.items()}}))
+    return path
+
+
+def test_value_columns_are_formatted_never_bold_and_in_every_format(tmp_path):
+    specs = [f"msmarco:{row}:{write_eval(tmp_path / f'{row}.json', {'RR@10': value})}"
+             for row, value in (("BM25", 0.18), ("BERT", 0.35))]
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"validation": {"loss": 0.312345}, "throughput": {"pairs_per_second": 1234.56},
+                                 "shape": "6/384", "steps": 150}))
+    large = tmp_path / "large.json"
+    large.write_text(json.dumps({"validation": {"loss": 0.312345}, "throughput": {"pairs_per_second": 98.7},
+                                 "shape": "12/768", "steps": 1500}))
+    out = tmp_path / "t"
+    values = [arg for row, path in (("BM25", small), ("BERT", large))
+              for column, key in (("layers/hidden", "shape"), ("pairs/s", "throughput.pairs_per_second"),
+                                  ("held-out loss", "validation.loss"), ("steps", "steps"))
+              for arg in ("--value", f"{row}:{column}:{path}:{key}")]
+    assert tables.main(["results", "--eval", *specs, "--measures", "RR@10", *values,
+                        "--value-format", "pairs/s:,.0f", "--formats", "md", "csv", "tex", "--out", str(out),
+                        "--numbers", str(tmp_path / "n.json")]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert "| System | MRR@10 | layers/hidden | pairs/s | held-out loss | steps |" in md
+    assert "| BM25 | 0.1800 | 6/384 | 1,235 | 0.3123 | 150 |" in md  # equal losses: neither bold
+    assert "| BERT | **0.3500** | 12/768 | 99 | 0.3123 | 1500 |" in md
+    csv_text = out.with_suffix(".csv").read_text()
+    assert 'BM25,msmarco,pairs/s,"1,235",0\n' in csv_text and "BERT,msmarco,layers/hidden,12/768,0\n" in csv_text
+    assert "BERT,msmarco,RR@10,0.350000,0\n" in csv_text
+    tex = out.with_suffix(".tex").read_text()
+    assert "\\begin{tabular}{lrrrrr}" in tex and "System & MRR@10 & layers/hidden & pairs/s & held-out loss & steps \\\\" in tex
+    assert "BERT & \\textbf{0.3500} & 12/768 & 99 & 0.3123 & 1500 \\\\" in tex
+    stored = json.loads((tmp_path / "n.json").read_text())
+    assert stored["numbers"]["msmarco"]["BM25"] == {"RR@10": 0.18, "layers/hidden": "6/384", "pairs/s": 1234.56,
+                                                    "held-out loss": 0.312345, "steps": 150}
+    assert {str(small), str(large)} <= set(stored["provenance"]["inputs_sha256"])
+
+
+@pytest.mark.parametrize("problem", ["key", "file"])
+def test_a_missing_value_key_or_file_is_an_error_naming_both_and_writes_nothing(tmp_path, capsys, problem):
+    spec = f"synthetic:BM25:{write_eval(tmp_path / 'bm25.json', {'RR@10': 0.2})}"
+    meta = tmp_path / "reranker.json"
+    meta.write_text(json.dumps({"validation": {"loss": 0.3}}))
+    source, key = (meta, "validation.prior_loss") if problem == "key" else (tmp_path / "absent.json", "steps")
+    out = tmp_path / "t"
+    assert tables.main(["results", "--eval", spec, "--measures", "RR@10", "--value", f"BM25:prior:{source}:{key}",
+                        "--figure", str(tmp_path / "fig.png"), "--out", str(out), "--numbers", str(tmp_path / "n.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tables: ") and str(source) in err and key in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bm25.json", "reranker.json"])
+
+
+def test_summary_row_is_mean_and_sample_sd_of_the_listed_rows(tmp_path):
+    seeds = {"seed 1": 0.60, "BERT, seed 2": 0.62, "seed 3": 0.65, "seed 4": 0.58}  # labels may hold commas
+    specs = [f"c:{row}:{write_eval(tmp_path / f'{row}.json', {'RR@10': v, 'R@10': v + 0.2})}" for row, v in seeds.items()]
+    specs.append(f"c:BM25:{write_eval(tmp_path / 'bm25.json', {'RR@10': 0.7, 'R@10': 0.1})}")
+    out = tmp_path / "t"
+    assert tables.main(["results", "--eval", *specs, "--measures", "RR@10", "R@10", "--summary-row",
+                        "BERT (4 seeds):seed 1|BERT, seed 2|seed 3|seed 4", "--formats", "md", "csv", "tex", "--out", str(out),
+                        "--numbers", str(tmp_path / "n.json")]) == 0
+    mean, sd = statistics.fmean(seeds.values()), statistics.stdev(seeds.values())
+    assert (mean, round(sd, 4)) == (pytest.approx(0.6125), 0.0299)
+    md = out.with_suffix(".md").read_text()
+    assert md.splitlines()[-1] == f"| BERT (4 seeds) | {mean:.4f} ± {sd:.4f} | {mean + 0.2:.4f} ± {sd:.4f} |"
+    assert "| BM25 | **0.7000** |" in md  # the summary row takes no part in bolding
+    assert f"BERT (4 seeds),c,RR@10,{mean:.4f} ± {sd:.4f},0\n" in out.with_suffix(".csv").read_text()
+    assert f"BERT (4 seeds) & {mean:.4f} $\\pm$ {sd:.4f} &" in out.with_suffix(".tex").read_text()
+    stored = json.loads((tmp_path / "n.json").read_text())["numbers"]["c"]["BERT (4 seeds)"]
+    assert stored["RR@10"] == {"mean": pytest.approx(mean), "sd": pytest.approx(sd), "n": 4}
+    assert tables.main(["results", "--eval", *specs, "--measures", "RR@10", "--summary-row", "x:seed 1|seed 9",
+                        "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_figure_ranks_counts_the_first_relevant_rank_per_query(tmp_path):
+    from reranker.formats.qrels import write_qrels
+
+    qrels = {"1": {"b": 1, "z": 0}, "2": {"x": 2}, "3": {"a": 0}, "4": {"a": 1}, "5": {"a": 1}, "6": {"a": 1, "c": 2}}
+    first = {"1": {"a": 3.0, "b": 2.0, "c": 1.0},  # rank 2
+             "2": {"a": 3.0, "b": 2.0, "c": 1.0, "x": 0.5},  # rank 4: not in the top 3
+             "3": {"a": 1.0},  # no relevant document judged: left out
+             "5": {"a": 1.0, "b": 0.5},  # rank 1; query 4 is missing from the run
+             "6": {"a": 1.0, "b": 1.0, "c": 0.2}}  # a tie is broken by doc id descending: b, then a at rank 2
+    second = {"1": {"b": 3.0}, "2": {"x": 1.0, "y": 2.0}, "4": {"q": 1.0, "a": 0.5}, "5": {"b": 1.0}, "6": {"c": 9.0}}
+    write_qrels(qrels, tmp_path / "qrels")
+    write_run(first, tmp_path / "first.run", tag="a")
+    write_run(second, tmp_path / "second.run", tag="b")
+    fig, numbers = tmp_path / "figs" / "ranks.png", tmp_path / "ranks.json"
+    assert tables.main(["figure", "ranks", "--run", f"BM25:{tmp_path / 'first.run'}", "--run", f"BERT:{tmp_path / 'second.run'}",
+                        "--qrels", str(tmp_path / "qrels"), "--depth", "3", "--out", str(fig), "--numbers", str(numbers)]) == 0
+    stored = json.loads(numbers.read_text())
+    assert stored["numbers"]["judged_queries"] == 5
+    assert stored["numbers"]["systems"]["BM25"] == {"queries": 4, "missing_from_run": 1, "rr": pytest.approx((0.5 + 1 + 0.5) / 4),
+                                                    "counts": {"1": 1, "2": 2, "3": 0, "not in top 3": 1}}
+    assert stored["numbers"]["systems"]["BERT"]["counts"] == {"1": 2, "2": 2, "3": 0, "not in top 3": 1}
+    assert sorted(stored["provenance"]["inputs_sha256"]) == sorted(str(tmp_path / n) for n in ("qrels", "first.run", "second.run"))
+    assert fig.read_bytes()[:4] == b"\x89PNG" and fig.stat().st_size > 10_000
+    strict = tables.main(["figure", "ranks", "--run", f"BM25:{tmp_path / 'first.run'}", "--qrels", str(tmp_path / "qrels"),
+                          "--depth", "3", "--relevant-min-grade", "2", "--out", str(fig), "--numbers", str(numbers)])
+    assert strict == 0 and json.loads(numbers.read_text())["numbers"]["systems"]["BM25"]["counts"] == {
+        "1": 0, "2": 0, "3": 1, "not in top 3": 1}
+
+
+def checkpoint_dir(path, losses, validation, prior, selected):
+    path.mkdir()
+    (path / "reranker.json").write_text(json.dumps({"steps": len(losses), "final_loss": losses[-1],
+                                                    "validation": {"selected_step": selected, "prior_loss": prior}}))
+    (path / "train_log.jsonl").write_text("".join(json.dumps({"step": i + 1, "epoch": 0.1, "loss": loss, "lr": 1e-5, "width": 64})
+                                                  + "\n" for i, loss in enumerate(losses)))
+    (path / "validation_log.jsonl").write_text("".join(json.dumps({"step": step, "epoch": 0.1, "validation_loss": loss,
+                                                                   "validation_mrr": 0.5, "prior_loss": prior}) + "\n"
+                                                       for step, loss in validation.items()))
+    return path
+
+
+def test_figure_curves_from_checkpoint_logs(tmp_path, capsys):
+    from reranker.figures import moving_average
+
+    assert moving_average([1.0, 0.0, 0.0]) == pytest.approx([1.0, 0.95, 0.9025])
+    a = checkpoint_dir(tmp_path / "a", [0.7, 0.5, 0.4, 0.35], {0: 0.66, 2: 0.5, 4: 0.45}, 0.6, 4)
+    b = checkpoint_dir(tmp_path / "b", [0.8, 0.7, 0.69, 0.68], {0: 0.7, 2: 0.65, 4: 0.62}, 0.61, 2)
+    fig, numbers = tmp_path / "curves.png", tmp_path / "curves.json"
+    for what in ("both", "validation"):
+        assert tables.main(["figure", "curves", "--checkpoint", f"small:{a}", "--checkpoint", f"tiny:{b}", "--what", what,
+                            "--title", "held-out loss", "--out", str(fig), "--numbers", str(numbers)]) == 0
+        assert capsys.readouterr().out.split() == [str(fig), str(numbers)]
+        assert fig.read_bytes()[:4] == b"\x89PNG" and fig.stat().st_size > 10_000
+    stored = json.loads(numbers.read_text())["numbers"]
+    assert stored["small"] == {"validation_loss": {"0": 0.66, "2": 0.5, "4": 0.45}, "final_training_loss": 0.35,
+                               "selected_step": 4, "prior_loss": 0.6}
+    (a / "validation_log.jsonl").unlink()
+    assert tables.main(["figure", "curves", "--checkpoint", f"small:{a}", "--checkpoint", f"tiny:{b}",
+                        "--out", str(fig), "--numbers", str(numbers)]) == 0
+    stored = json.loads(numbers.read_text())["numbers"]
+    assert stored["small"]["validation_loss"] == {} and stored["small"]["final_training_loss"] == 0.35
+    assert stored["tiny"]["final_training_loss"] == 0.68 and stored["tiny"]["selected_step"] == 2
+    assert tables.main(["figure", "curves", "--checkpoint", f"small:{a}", "--what", "validation", "--out", str(tmp_path / "x.png")]) == 2
+    assert "validation_log.jsonl" in capsys.readouterr().err and not (tmp_path / "x.png").exists()
+
+
+def test_figure_sweep_numbers_per_label_measure_and_x(tmp_path, capsys):
+    from reranker.__main__ import main as reranker_main
+
+    specs = []
+    for x, rr, recall in ((100, 0.35, 0.6), (10, 0.30, 0.5), (20, 0.33, 0.55)):
+        specs += [f"{x}:BERT:{write_eval(tmp_path / f'bert{x}.json', {'RR@10': rr, 'R@10': recall})}",
+                  f"{x}:BM25:{write_eval(tmp_path / f'bm25{x}.json', {'RR@10': 0.18, 'R@10': 0.4})}"]
+    fig, numbers = tmp_path / "sweep.png", tmp_path / "sweep.json"
+    assert reranker_main(["tables", "figure", "sweep", *[a for spec in specs for a in ("--eval", spec)], "--measures", "RR@10",
+                          "R@10", "--out", str(fig), "--numbers", str(numbers), "--logx"]) == 0
+    stored = json.loads(numbers.read_text())["numbers"]
+    assert stored["BERT"] == {"RR@10": {"10": 0.30, "20": 0.33, "100": 0.35}, "R@10": {"10": 0.5, "20": 0.55, "100": 0.6}}
+    assert list(stored["BERT"]["RR@10"]) == ["10", "20", "100"] and stored["BM25"]["R@10"]["20"] == 0.4
+    assert fig.read_bytes()[:4] == b"\x89PNG" and fig.stat().st_size > 10_000
+    capsys.readouterr()
+    assert tables.main(["figure", "sweep", "--eval", specs[0], "--measures", "nDCG@20", "--out", str(tmp_path / "x.png")]) == 2
+    assert "nDCG@20" in capsys.readouterr().err and not (tmp_path / "x.png").exists()

@@ -65,6 +65,19 @@ def test_quick_profile_writes_every_radboud_table(quick_run):
     assert "MLM, consecutive tokens" in (quick_run / "tables" / "radboud_2_2.md").read_text()
 
 
+def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
+    """Every NTNU code path (passages, head-only, seeds, layer slices, distillation, speed, sweep) ends in a table."""
+    for number in ("5_1", "5_2", "5_3", "5_4", "5_5", "5_6"):
+        for suffix in ("md", "csv", "tex"):
+            assert (quick_run / "tables" / f"ntnu_{number}.{suffix}").stat().st_size > 0, number
+    for figure in ("ntnu_5_1", "ntnu_5_3", "ntnu_5_4", "ntnu_candidates"):
+        assert (quick_run / "figures" / f"{figure}.png").stat().st_size > 1000, figure
+    size = (quick_run / "tables" / "ntnu_5_5.md").read_text()
+    assert "Queries/min" in size and "| BM25 |" in size and "6/384" in size
+    assert "Mean ± sd" in (quick_run / "tables" / "ntnu_5_4.md").read_text()
+    assert "MaxP" in (quick_run / "tables" / "ntnu_5_1.md").read_text()
+
+
 def test_rerun_has_nothing_to_do(quick_run):
     log = (quick_run.parent / "rerun.log").read_text()
     assert "Nothing to be done" in log, log[-2000:]
