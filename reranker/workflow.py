@@ -436,7 +436,8 @@ class Experiment:
                 f"{self.hub_model(section['base'])} and train on {section['train_collection']} (passages of relevant "
                 f"documents positive; {training['negatives_per_positive']} negatives per positive from the top "
                 f"{training['negatives_depth']}; lr {training['learning_rate']:g}, batch {training['batch_size']}, "
-                f"{training['epochs']:g} epochs, at most {training['max_pairs']} pairs unless a row says otherwise); "
+                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs "
+                f"unless a row says otherwise); "
                 f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says.")
 
     # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
