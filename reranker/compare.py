@@ -31,13 +31,15 @@ LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()}  # provided runs 
 class Difference:
     table: str
     key: str
-    kind: str  # lucene | model
+    kind: str  # lucene | model | machine
     run: float | None
     reference: float | None
     tolerance: float
 
     @property
     def status(self) -> str:
+        if self.kind == "machine":
+            return "machine"  # a speed of the machine that ran it: shown, never a drift
         if self.reference is None:
             return "new"
         if self.run is None:
@@ -64,18 +66,20 @@ def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, flo
     differences = []
     names = sorted({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})
     for table in names:
-        run = _numbers(run_dir / "numbers" / f"{table}.json")
-        ref = _numbers(reference / "numbers" / f"{table}.json")
+        (run, run_machine), (ref, ref_machine) = (_numbers(folder / "numbers" / f"{table}.json") for folder in (run_dir, reference))
         for key in sorted(run.keys() | ref.keys()):
-            kind = kind_of(table, key)
-            differences.append(Difference(table, " / ".join(key), kind, run.get(key), ref.get(key), tolerances[kind]))
+            kind = "machine" if key[-1] in run_machine | ref_machine else kind_of(table, key)
+            differences.append(Difference(table, " / ".join(key), kind, run.get(key), ref.get(key),
+                                          tolerances.get(kind, math.inf)))
     return differences
 
 
-def _numbers(path: Path) -> dict[tuple[str, ...], float]:
+def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
+    """A numbers file's leaves, and its machine-dependent columns (timings)."""
     if not path.exists():
-        return {}
-    return dict(leaves(json.loads(path.read_text(encoding="utf-8")).get("numbers", {})))  # run.json has none
+        return {}, set()
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return dict(leaves(document.get("numbers", {}))), set(document.get("machine_dependent", []))  # run.json has none
 
 
 def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
@@ -96,11 +100,13 @@ def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
 
 def report(differences: list[Difference], files: list[tuple[str, str]], run_dir: Path, reference: Path,
            tolerances: Mapping[str, float]) -> str:
-    counts = {status: sum(d.status == status for d in differences) for status in ("match", "drift", "new", "missing")}
+    counts = {status: sum(d.status == status for d in differences)
+              for status in ("match", "drift", "new", "missing", "machine")}
     lines = [f"# {run_dir} against {reference}", "",
              f"{counts['match']} numbers match, {counts['drift']} drift beyond tolerance, "
              f"{counts['new']} new, {counts['missing']} missing. Tolerances (absolute): "
-             f"Lucene alone {tolerances['lucene']}, with a model {tolerances['model']}.", "",
+             f"Lucene alone {tolerances['lucene']}, with a model {tolerances['model']}. "
+             f"{counts['machine']} speeds of the machine are shown, not compared.", "",
              "| table | number | kind | run | reference | difference | status |", "|---|---|---|---:|---:|---:|---|"]
     for d in differences:
         if d.status == "match" and d.run == d.reference:

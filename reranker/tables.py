@@ -315,10 +315,15 @@ def load_evaluations(paths: Mapping[str, str | os.PathLike]) -> dict[str, Evalua
     return {name: read_evaluation(path) for name, path in paths.items()}
 
 
-def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping) -> None:
-    """Store a table's numbers with what produced them (command, commit, versions, checksums)."""
-    write_json(path, {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()},
-               indent=1, sort_keys=True, ensure_ascii=False)
+def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
+                  machine_dependent: Sequence[str] = ()) -> None:
+    """Store a table's numbers with what produced them (command, commit, versions, checksums).
+
+    `machine_dependent` columns (timings) are stored but not compared with a reference."""
+    document = {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()}
+    if machine_dependent:
+        document["machine_dependent"] = sorted(machine_dependent)
+    write_json(path, document, indent=1, sort_keys=True, ensure_ascii=False)
 
 
 def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
@@ -467,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                               "(e.g. validation.loss), for ROW in every group; never tested or bolded")
     results.add_argument("--value-format", action="append", default=[], metavar="COLUMN:SPEC",
                          help="Python format spec of an extra column's numbers (e.g. ',.0f'); default .4f, ints as ints")
+    results.add_argument("--machine-column", action="append", default=[], metavar="COLUMN",
+                         help="an extra column measured on this machine (a speed): stored, never compared with a reference")
     results.add_argument("--summary-row", action="append", default=[], metavar="LABEL:ROW1|ROW2|...",
                          help="a row of mean ± sample standard deviation over the listed rows (e.g. seeds)")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
@@ -566,7 +573,8 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             extra["checkpoints"] = {label: [{key: meta.get(key) for key in fields} for meta in metas]
                                     if len(metas) > 1 else {key: metas[0].get(key) for key in fields}
                                     for label, metas in trained.items()}
-        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra))
+        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra),
+                      getattr(args, "machine_column", ()))
         written.append(Path(args.numbers))
     return written
 

@@ -363,6 +363,11 @@ class Experiment:
         return [f"{self.NTNU_COLUMNS[c][0]}:{self.NTNU_COLUMNS[c][3]}" for c in self.ntnu["tables"][table]["columns"]
                 if c != "measures" and self.NTNU_COLUMNS[c][3]]
 
+    def ntnu_machine_columns(self, table: str) -> list[str]:
+        """The table's columns measured on the machine (speeds): stored, not compared with a reference."""
+        return [self.NTNU_COLUMNS[c][0] for c in self.ntnu["tables"][table]["columns"]
+                if c != "measures" and self.NTNU_COLUMNS[c][1] == "speed"]
+
     def ntnu_table_inputs(self, table: str) -> list[str]:
         """Every file a table reads: evaluations, checkpoint metas and speed files."""
         files = [spec.split(":", 2)[2] for spec in self.ntnu_specs(table)]

@@ -57,3 +57,15 @@ def test_rows_on_one_side_only_are_listed_not_failed(tmp_path):
     numbers(tmp_path / "run" / "numbers" / "extra.json", {"vaswani": {"New row": {"AP@1000": 0.1}}})
     differences = compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})
     assert {d.status for d in differences} == {"match", "new"}
+
+
+def test_machine_dependent_columns_are_shown_never_failed(tmp_path):
+    """A speed (queries per minute) differs on every machine: listed as such, never a drift."""
+    setup(tmp_path, 0.30, 0.25)
+    for folder, speed in ((tmp_path / "run", 120.0), (tmp_path / "ref", 300.0)):
+        path = folder / "numbers" / "ntnu_5_5.json"
+        path.write_text(json.dumps({"caption": "", "provenance": {}, "machine_dependent": ["Queries/min"],
+                                    "numbers": {"c": {"BERT": {"RR@10": 0.5, "Queries/min": speed}}}}))
+    differences = {d.key: d for d in compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})}
+    assert differences["c / BERT / Queries/min"].status == "machine"
+    assert differences["c / BERT / RR@10"].status == "match"

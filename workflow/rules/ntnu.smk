@@ -142,6 +142,7 @@ if EXP.ntnu:
                 specs=" ".join(shlex.quote(s) for s in EXP.ntnu_specs(nt_table)),
                 values=" ".join(f"--value {shlex.quote(s)}" for s in EXP.ntnu_values(nt_table)),
                 formats=" ".join(f"--value-format {shlex.quote(s)}" for s in EXP.ntnu_value_formats(nt_table)),
+                machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in EXP.ntnu_machine_columns(nt_table)),
                 summary=(f"--summary-row {shlex.quote(EXP.ntnu_summary(nt_table))}" if EXP.ntnu_summary(nt_table) else ""),
                 baseline=FIRST_STAGES[NT_FIRST].label,
                 measures=" ".join(NT["measures"]),
@@ -150,7 +151,8 @@ if EXP.ntnu:
                 command=CFG["run_command"] + " ntnu",
             shell:
                 "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
-                " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.summary}"
+                " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.machine}"
+                " {params.summary}"
                 " --caption {params.caption:q} --out {params.out} --formats md csv tex --numbers {output.numbers}"
                 " --command {params.command:q} > {log}"
 
