@@ -27,7 +27,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -527,6 +527,69 @@ def objective_for(config: TrainingConfig, examples: Sequence[Examples], relevant
                      None if config.grade_values is None else tuple(config.grade_values))
 
 
+class Task(NamedTuple):
+    """What the training loop needs of a task: its data, the loss of a batch, and a held-out pass."""
+
+    data: Encoded
+    held_out: Encoded
+    baseline: float  # the held-out loss of a constant guess (label prior; uniform vocabulary for mlm)
+    batch_loss: Callable[[torch.Tensor, Sequence[int]], torch.Tensor]
+    evaluate_held_out: Callable[[], dict[str, float]]
+    metric: str  # the held-out score besides the loss: mrr (pairs) or accuracy (mlm)
+
+
+def load_task(base: str, sources: Sequence[Source], config: TrainingConfig, device: torch.device,
+              fresh: bool) -> tuple[models.Classifier, list[Examples], Objective | None]:
+    """The model and examples of `config.task`: a masked LM and its masked documents (mlm), or a
+    classifier with its objective and pairs (rank: judged pairs; nsp: sentence pairs)."""
+    if config.task == "mlm":
+        classifier = models.load_masked_lm(base, num_layers=config.num_layers, device=device)
+        return classifier, [load_mlm_source(sources[0], config, classifier.tokenizer)], None
+    examples = [(load_nsp_source if config.task == "nsp" else load_source)(source, config) for source in sources]
+    objective = objective_for(config, examples, relevant_index=1)
+    classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
+                                        device=device, num_labels=objective.outputs, fresh_head=fresh)
+    n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
+    if n_logits != objective.outputs:
+        raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
+                                     f"logit(s), this head has {n_logits}")
+    if config.trainable == "head":
+        freeze_encoder(classifier.model)
+    return classifier, examples, dataclasses.replace(objective, relevant_index=classifier.relevant_index)
+
+
+def masked_lm_task(classifier: models.Classifier, example: Examples, pad_id: int, device: torch.device,
+                   dtype: torch.dtype) -> Task:
+    data, held_out = example.pairs, example.validation
+    return Task(data, held_out, math.log(classifier.tokenizer.vocab_size),
+                lambda logits, rows: masked_lm_loss(logits, data, rows, device),
+                lambda: validate_masked_lm(classifier.model, held_out, pad_id, device, dtype), "accuracy")
+
+
+def pair_task(classifier: models.Classifier, sources: Sequence[Source], examples: Sequence[Examples],
+              objective: Objective, config: TrainingConfig, pad_id: int, device: torch.device, dtype: torch.dtype,
+              meta: dict[str, Any]) -> Task:
+    """(query, text) or sentence pairs under the objective; a teacher's logits as targets when distilling."""
+    # A query is kept whole; a sentence pair (nsp) is cut on its longer side.
+    truncation = "longest_first" if config.task == "nsp" else "only_second"
+    if config.task == "rank":
+        for source, example in zip(sources, examples):
+            _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
+    data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
+    held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
+    if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
+        teacher = models.load_classifier(config.teacher, device=device)
+        if teacher.tokenizer.get_vocab() != classifier.tokenizer.get_vocab():
+            raise models.CheckpointError(f"teacher {config.teacher} has another vocabulary than {classifier.source}: "
+                                         "its logits would be of other token sequences")
+        data = data._replace(targets=teacher_logits(teacher, data, objective.relevant_index, pad_id, dtype))
+        held_out = held_out._replace(targets=teacher_logits(teacher, held_out, objective.relevant_index, pad_id, dtype))
+        meta["teacher"] = {"checkpoint": str(config.teacher), "fingerprint": teacher.fingerprint}
+    return Task(data, held_out, objective.prior_loss(data.targets, held_out.targets),
+                lambda logits, rows: objective.loss(logits, data.targets[rows].to(device)),
+                lambda: validate(classifier.model, held_out, objective, pad_id, device, dtype), "mrr")
+
+
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
           config: TrainingConfig = DEFAULT_TRAINING) -> Path:
     """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
@@ -549,31 +612,15 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     started = time.perf_counter()
     if config.task != "rank" and len(sources) != 1:
         raise ValueError(f"task {config.task} pre-trains on one collection's documents, not {len(sources)}")
-    examples = [load_source(source, config) if config.task != "nsp" else load_nsp_source(source, config)
-                for source in sources] if config.task != "mlm" else []
     with deterministic(config.seed):
         base_meta = models.read_meta(base) if Path(base).is_dir() else {}
         fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
-        if config.task == "mlm":
-            classifier = models.load_masked_lm(base, num_layers=config.num_layers, device=device)
-        else:
-            objective = objective_for(config, examples, relevant_index=1)
-            classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
-                                                device=device, num_labels=objective.outputs, fresh_head=fresh)
-            n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
-            if n_logits != objective.outputs:
-                raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
-                                             f"logit(s), this head has {n_logits}")
-            objective = dataclasses.replace(objective, relevant_index=classifier.relevant_index)
-            if config.trainable == "head":
-                freeze_encoder(classifier.model)
-        if config.task == "mlm":
-            examples = [load_mlm_source(sources[0], config, classifier.tokenizer)]
+        classifier, examples, objective = load_task(base, sources, config, device, fresh)
         meta = {
             "head": classifier.head,
             "task": config.task,
             "relevant_index": classifier.relevant_index,
-            "num_labels": None if config.task == "mlm" else objective.outputs,
+            "num_labels": None if objective is None else objective.outputs,
             "base": str(base),
             "base_fingerprint": classifier.fingerprint,
             "fresh_head": fresh,
@@ -590,41 +637,12 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
 
         pad = classifier.tokenizer.pad_token_id
         pad_id = 0 if pad is None else int(pad)
-        if config.task == "mlm":
-            data, held_out = examples[0].pairs, examples[0].validation
-            baseline = math.log(classifier.tokenizer.vocab_size)  # a uniform guess over the vocabulary
-
-            def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
-                return masked_lm_loss(logits, data, rows, device)
-
-            def evaluate_held_out() -> dict[str, float]:
-                return validate_masked_lm(model, held_out, pad_id, device, dtype)
+        model = classifier.model
+        if objective is None:
+            task = masked_lm_task(classifier, examples[0], pad_id, device, dtype)
         else:
-            # A query is kept whole; a sentence pair (nsp) is cut on its longer side.
-            truncation = "longest_first" if config.task == "nsp" else "only_second"
-            for source, example in zip(sources, examples):
-                if config.task == "rank":
-                    _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
-            data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
-            held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
-            if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
-                teacher = models.load_classifier(config.teacher, device=device)
-                if teacher.tokenizer.get_vocab() != classifier.tokenizer.get_vocab():
-                    raise models.CheckpointError(f"teacher {config.teacher} has another vocabulary than {base}: "
-                                                 "its logits would be of other token sequences")
-                data = data._replace(targets=teacher_logits(teacher, data, objective.relevant_index, pad_id, dtype))
-                held_out = held_out._replace(
-                    targets=teacher_logits(teacher, held_out, objective.relevant_index, pad_id, dtype))
-                meta["teacher"] = {"checkpoint": str(config.teacher), "fingerprint": teacher.fingerprint}
-                del teacher
-            baseline = objective.prior_loss(data.targets, held_out.targets)
-
-            def batch_loss(logits: torch.Tensor, rows: Sequence[int]) -> torch.Tensor:
-                return objective.loss(logits, data.targets[rows].to(device))
-
-            def evaluate_held_out() -> dict[str, float]:
-                return validate(model, held_out, objective, pad_id, device, dtype)
-        metric = "accuracy" if config.task == "mlm" else "mrr"
+            task = pair_task(classifier, sources, examples, objective, config, pad_id, device, dtype, meta)
+        data, held_out, baseline, batch_loss, evaluate_held_out, metric = task
         lengths = [len(ids) for ids in data.ids]
 
         model = classifier.model
