@@ -116,9 +116,7 @@ if EXP.ntnu:
         conda:
             ENV
         params:
-            stages=lambda w, input: " ".join(
-                f"--stage {name}:{path}" for name, path in input.items() if name != "topics"
-            ),
+            stages=lambda w, input: " ".join(f"--stage {name}:{path}" for name, path in input.items() if name != "topics"),
         shell:
             "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
 
@@ -191,5 +189,4 @@ if EXP.ntnu:
                 specs=" ".join(f"--eval {shlex.quote(s)}" for s in EXP.ntnu_sweep_specs()),
                 measures=" ".join(NT["measures"]),
             shell:
-                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R"
-                " --out {output} > {log}"
+                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R" " --out {output} > {log}"
