@@ -22,7 +22,7 @@ from reranker.formats.errors import FormatError
 from reranker.formats.evaluations import read_evaluation
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
-from reranker.tables import MEASURE_LABELS, TableError, provenance
+from reranker.reporting import MEASURE_LABELS, TableError, provenance
 
 EMA_ALPHA = 0.05
 DPI = 130

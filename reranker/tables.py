@@ -24,18 +24,13 @@ from pathlib import Path
 
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.evaluations import Evaluation, read_evaluation
-from reranker.formats.text import file_sha256
+from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import paired_ttest
 
 SIGNIFICANT = "†"
 SECOND_SIGNIFICANT = "‡"
-MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
 PLUS_MINUS = "±"
 Value = float | int | str | None  # an extra column's cell: a number, or a string printed verbatim (e.g. "6/384")
-
-
-class TableError(ValueError):
-    """A bad argument or input file; main prints it prefixed `tables:` and exits 2 before writing anything."""
 
 
 @dataclass
@@ -404,31 +399,6 @@ def pretraining_table(specs: Sequence[str], caption: str) -> Table:
         table.add(label, "held-out", "after", v.get(metric, math.nan))
         table.add(label, "held-out", "loss", v.get("loss", math.nan))
     return table
-
-
-def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
-    """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
-    import subprocess
-    from importlib import metadata
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return "unknown"
-
-    versions = {}
-    for package in ("birch-repro", "torch", "transformers", "pyserini", "ir_datasets", "ir-measures", "snakemake", "pysbd"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    checksums = {str(path): file_sha256(path)[:16] for path in inputs}
-    record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
-              "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-              "versions": versions, "inputs_sha256": checksums}
-    record.update(extra or {})
-    return record
 
 
 def wall_clock(log: str | os.PathLike) -> dict | None:

@@ -1,0 +1,39 @@
+"""What the table and figure builders share: measure labels, their input error, and provenance."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from reranker.formats.text import file_sha256
+
+MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
+
+
+class TableError(ValueError):
+    """A bad argument or input file; main prints it prefixed `tables:` and exits 2 before writing anything."""
+
+
+def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
+    """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
+    import subprocess
+    from importlib import metadata
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return "unknown"
+
+    versions = {}
+    for package in ("birch-repro", "torch", "transformers", "pyserini", "ir_datasets", "ir-measures", "snakemake", "pysbd"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    checksums = {str(path): file_sha256(path)[:16] for path in inputs}
+    record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
+              "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+              "versions": versions, "inputs_sha256": checksums}
+    record.update(extra or {})
+    return record
