@@ -22,6 +22,7 @@ from reranker.formats.errors import FormatError
 from reranker.formats.evaluations import read_evaluation
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
+from reranker.formats.text import iter_jsonl
 from reranker.reporting import MEASURE_LABELS, TableError, provenance
 
 EMA_ALPHA = 0.05
@@ -172,15 +173,11 @@ def ranks_figure(numbers: Mapping[str, Any], path: str | os.PathLike, title: str
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """One JSON object a line; TableError naming the file and line otherwise."""
-    records = []
-    for line_no, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise TableError(f"{path}:{line_no}: not JSON ({err})") from None
-    return records
+    """The records of a JSONL log (formats.text.iter_jsonl); TableError naming the file and line otherwise."""
+    try:
+        return [record for _, record in iter_jsonl(path)]
+    except FormatError as err:
+        raise TableError(str(err)) from None
 
 
 def moving_average(values: Sequence[float], alpha: float = EMA_ALPHA) -> list[float]:

@@ -52,8 +52,17 @@ class Classifier:
     weights_fingerprint: str = ""  # the weights and head alone: what the logits depend on
 
     @property
+    def n_logits(self) -> int:
+        return head_outputs(self.head, self.model.config)
+
+    @property
     def max_length(self) -> int:
         return int(min(getattr(self.tokenizer, "model_max_length", 512) or 512, self.model.config.max_position_embeddings))
+
+
+def head_outputs(head: str, config: Any) -> int:
+    """Outputs of a head: NSP's two, a bi-encoder's one (its cosine), else the classifier's labels."""
+    return {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(config.num_labels)
 
 
 def read_meta(directory: str | os.PathLike) -> dict:
@@ -173,8 +182,8 @@ def load_masked_lm(model: str, num_layers: int | None = None, device: str | torc
     net.to(device)
     meta = read_meta(source) if Path(source).exists() else {}
     head = meta.get("head") or default_head(source)  # the ranking head a fine-tune from this checkpoint gets
-    return Classifier(net, tokenizer, 0, head, source, fingerprint(net, head="masked_lm"),
-                      fingerprint(net, head="masked_lm"))
+    weights = fingerprint(net, head="masked_lm")
+    return Classifier(net, tokenizer, 0, head, source, weights, weights)
 
 
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
@@ -234,14 +243,14 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
             net.classifier.bias.zero_()
     net.eval()
     net.to(device)
-    n_logits = {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(net.config.num_labels)
+    n_logits = head_outputs(head, net.config)
     if relevant_index is None:  # a head of a new size: its top grade level (two-way: 1; one output: 0)
         same_head = int(meta.get("num_labels") or 2) == n_logits
         relevant_index = int(meta["relevant_index"]) if same_head and "relevant_index" in meta else n_logits - 1
     if not 0 <= relevant_index < n_logits:
         raise CheckpointError(f"relevant_index {relevant_index} is out of range for a head with {n_logits} logits")
-    return Classifier(net, tokenizer, relevant_index, head, source,
-                      fingerprint(net, head=head, relevant_index=relevant_index), fingerprint(net, head=head))
+    weights, reading = fingerprints(net, head, relevant_index)
+    return Classifier(net, tokenizer, relevant_index, head, source, reading, weights)
 
 
 def fingerprint(model: Any, **extra: Any) -> str:
@@ -253,6 +262,12 @@ def fingerprint(model: Any, **extra: Any) -> str:
         digest.update(str(tuple(tensor.shape)).encode())
         digest.update(tensor.detach().to("cpu").contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+def fingerprints(model: Any, head: str, relevant_index: int) -> tuple[str, str]:
+    """(weights, reading): the weights and head, hashed once; and that with which logit is read as relevant."""
+    weights = fingerprint(model, head=head)
+    return weights, hashlib.sha256(json.dumps([weights, relevant_index]).encode()).hexdigest()[:16]
 
 
 def pick_device(requested: str = "auto") -> torch.device:

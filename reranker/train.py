@@ -245,8 +245,11 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
                          f"have no topic in {source.topics}")
     raw_docs = read_docs(source.docs, {pair.doc_id for pair in pairs + validation})
     if passages:
-        docs = passage_texts(raw_docs, config)
-        pairs, validation = capped(split_into_passages(pairs, docs), config), split_into_passages(validation, docs)
+        texts = {doc_id: [unit.text for unit in passage_units(doc_id, *title_and_body(*raw_docs[doc_id]), config.passage_length,
+                                                              config.passage_stride, config.passage_title)]
+                 for doc_id in raw_docs}
+        pairs, validation = capped(split_into_passages(pairs, texts), config), split_into_passages(validation, texts)
+        docs = {passage_key(doc_id, i): text for doc_id, doc_texts in texts.items() for i, text in enumerate(doc_texts)}
     else:
         docs = {doc_id: " ".join(part for part in title_text if part) for doc_id, title_text in raw_docs.items()}
     positives = sum(pair.label for pair in pairs)
@@ -270,21 +273,14 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     return Examples(pairs, validation, topics, docs, record)
 
 
-def passage_texts(docs: Mapping[str, tuple[str, str]], config: TrainingConfig) -> dict[str, str]:
-    """Each document's passages (as the segment stage cuts them), keyed `<doc_id>#<n>`."""
-    return {f"{doc_id}{PASSAGE_MARK}{unit.unit}": unit.text for doc_id in docs
-            for unit in passage_units(doc_id, *title_and_body(*docs[doc_id]), config.passage_length,
-                                      config.passage_stride, config.passage_title)}
+def passage_key(doc_id: str, passage: int) -> str:
+    return f"{doc_id}{PASSAGE_MARK}{passage}"
 
 
-def split_into_passages(pairs: Sequence[TrainingPair], texts: Mapping[str, str]) -> list[TrainingPair]:
-    """A document pair becomes one pair per passage, with the document's label and level."""
-    counts: dict[str, int] = {}
-    for key in texts:
-        doc_id = key.rsplit(PASSAGE_MARK, 1)[0]
-        counts[doc_id] = counts.get(doc_id, 0) + 1
-    return [pair._replace(doc_id=f"{pair.doc_id}{PASSAGE_MARK}{i}") for pair in pairs
-            for i in range(counts.get(pair.doc_id, 0))]
+def split_into_passages(pairs: Sequence[TrainingPair], texts: Mapping[str, Sequence[str]]) -> list[TrainingPair]:
+    """A document pair becomes one pair per passage (`texts`: each document's passages, as the segment
+    stage cuts them), with the document's label and level."""
+    return [pair._replace(doc_id=passage_key(pair.doc_id, i)) for pair in pairs for i in range(len(texts[pair.doc_id]))]
 
 
 def _corpus(source: Source) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
@@ -468,19 +464,24 @@ def freeze_encoder(model: torch.nn.Module) -> None:
         parameter.requires_grad = name.startswith("classifier") or ".pooler." in f".{name}"
 
 
-def teacher_logits(teacher: models.Classifier, encoded: Encoded, relevant_index: int, pad_id: int,
+def batched_logits(model: Any, encoded: Encoded, n_logits: int, pad_id: int, device: torch.device,
                    dtype: torch.dtype, batch_size: int = 64) -> torch.Tensor:
-    """A two-way teacher's logits on tokenised pairs, ordered so that the relevant one is at `relevant_index`."""
-    n_logits = 2 if teacher.head == "next_sentence_prediction" else teacher.model.config.num_labels
-    if n_logits != 2:
-        raise models.CheckpointError(f"a teacher needs a two-way head, {teacher.source} has {n_logits} logit(s)")
-    device = next(teacher.model.parameters()).device
-    out = torch.empty((len(encoded.ids), 2))
+    """Logits of tokenised pairs in their order, scored in batches of similar length."""
     order = sorted(range(len(encoded.ids)), key=lambda i: (len(encoded.ids[i]), i))
+    logits = torch.empty((len(order), n_logits))
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            out[rows] = models.logits_of(teacher, collate(encoded, rows, pad_id, device)).float().cpu()
+            logits[rows] = model(**collate(encoded, rows, pad_id, device)).logits.float().cpu()
+    return logits
+
+
+def teacher_logits(teacher: models.Classifier, encoded: Encoded, relevant_index: int, pad_id: int,
+                   dtype: torch.dtype) -> torch.Tensor:
+    """A two-way teacher's logits on tokenised pairs, ordered so that the relevant one is at `relevant_index`."""
+    if teacher.n_logits != 2:
+        raise models.CheckpointError(f"a teacher needs a two-way head, {teacher.source} has {teacher.n_logits} logit(s)")
+    out = batched_logits(teacher.model, encoded, 2, pad_id, next(teacher.model.parameters()).device, dtype)
     return out if teacher.relevant_index == relevant_index else out.flip(1)
 
 
@@ -488,15 +489,9 @@ def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, de
              dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
     """The objective's mean loss on the held-out pairs, and the MRR of each query's first relevant pair
     ranked by the objective's score."""
-    lengths = [len(ids) for ids in encoded.ids]
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    logits = torch.empty((len(order), objective.outputs))
     was_training = model.training
     model.eval()
-    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            logits[rows] = model(**collate(encoded, rows, pad_id, device)).logits.float().cpu()
+    logits = batched_logits(model, encoded, objective.outputs, pad_id, device, dtype, batch_size)
     model.train(was_training)
     loss = float(objective.loss(logits, encoded.targets))
     scores = objective.score(logits).tolist()
@@ -549,10 +544,9 @@ def load_task(base: str, sources: Sequence[Source], config: TrainingConfig, devi
     objective = objective_for(config, examples, relevant_index=1)
     classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
                                         device=device, num_labels=objective.outputs, fresh_head=fresh)
-    n_logits = 2 if classifier.head == "next_sentence_prediction" else classifier.model.config.num_labels
-    if n_logits != objective.outputs:
+    if classifier.n_logits != objective.outputs:
         raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
-                                     f"logit(s), this head has {n_logits}")
+                                     f"logit(s), this head has {classifier.n_logits}")
     if config.trainable == "head":
         freeze_encoder(classifier.model)
     return classifier, examples, dataclasses.replace(objective, relevant_index=classifier.relevant_index)
@@ -722,7 +716,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
 
         chosen = best.get("entry") if config.select == "best" and best else (checks[-1] if checks else None)
         meta.update(
-            fingerprint=models.fingerprint(model, head=classifier.head, relevant_index=classifier.relevant_index),
+            fingerprint=models.fingerprints(model, classifier.head, classifier.relevant_index)[1],
             device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
             planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
             validation=None if chosen is None else {

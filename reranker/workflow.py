@@ -322,12 +322,14 @@ class Experiment:
             return [(f"{label}, {AGGREGATORS[a].label}", name, a) for name, label in models for a in section["aggregations"]]
         return [(label, name, section["aggregation"]) for name, label in models]
 
+    def ntnu_table_runs(self, table: str) -> list[tuple[str, str]]:
+        """(row label, run) of a table: the first stage's row, then the models'."""
+        first = self.ntnu["first_stage"]
+        return [(FIRST_STAGES[first].label, first)] + [(label, self.ntnu_run(m, a)) for label, m, a in self.ntnu_rows(table)]
+
     def ntnu_specs(self, table: str) -> list[str]:
-        """GROUP:ROW:EVAL specs of a table: the first stage's row, then the models'."""
-        section = self.ntnu
-        first = FIRST_STAGES[section["first_stage"]].label
-        return ([f"{section['collection']}:{first}:{self.ntnu_eval(section['first_stage'])}"]
-                + [f"{section['collection']}:{label}:{self.ntnu_eval(self.ntnu_run(m, a))}" for label, m, a in self.ntnu_rows(table)])
+        """GROUP:ROW:EVAL specs of a table."""
+        return [f"{self.ntnu['collection']}:{label}:{self.ntnu_eval(run)}" for label, run in self.ntnu_table_runs(table)]
 
     def ntnu_checkpoint_meta(self, model: str) -> str:
         return self.layout.path("checkpoint_meta", checkpoint=ntnu_checkpoint(model))
@@ -344,20 +346,24 @@ class Experiment:
         "queries_per_minute": ("Queries/min", "speed", "queries_per_minute", ",.0f"),
     }
 
-    def ntnu_values(self, table: str) -> list[str]:
-        """ROW:COLUMN:JSON:KEY specs of a table's non-measure columns (the first stage: its speed only)."""
-        section, specs = self.ntnu, []
-        first = FIRST_STAGES[section["first_stage"]].label
-        for column in self.config["ntnu"]["tables"][table]["columns"]:
+    def ntnu_value_cells(self, table: str) -> list[tuple[str, str, str, str]]:
+        """(row, column label, JSON file, key) of a table's non-measure columns (the first stage: its speed only)."""
+        section, cells = self.ntnu, []
+        first = section["first_stage"]
+        for column in section["tables"][table]["columns"]:
             if column == "measures":
                 continue
             label, source, key, _ = self.NTNU_COLUMNS[column]
             if source == "speed":
-                specs.append(f"{first}:{label}:{self.ntnu_speed(section['first_stage'])}:{key}")
+                cells.append((FIRST_STAGES[first].label, label, self.ntnu_speed(first), key))
             for row, model, _ in self.ntnu_rows(table):
                 path = self.ntnu_speed(model) if source == "speed" else self.ntnu_checkpoint_meta(model)
-                specs.append(f"{row}:{label}:{path}:{key}")
-        return specs
+                cells.append((row, label, path, key))
+        return cells
+
+    def ntnu_values(self, table: str) -> list[str]:
+        """ROW:COLUMN:JSON:KEY specs of `ntnu_value_cells`."""
+        return [":".join(cell) for cell in self.ntnu_value_cells(table)]
 
     def ntnu_value_formats(self, table: str) -> list[str]:
         return [f"{self.NTNU_COLUMNS[c][0]}:{self.NTNU_COLUMNS[c][3]}" for c in self.ntnu["tables"][table]["columns"]
@@ -370,8 +376,8 @@ class Experiment:
 
     def ntnu_table_inputs(self, table: str) -> list[str]:
         """Every file a table reads: evaluations, checkpoint metas and speed files."""
-        files = [spec.split(":", 2)[2] for spec in self.ntnu_specs(table)]
-        files += [spec.split(":")[2] for spec in self.ntnu_values(table)]
+        files = [self.ntnu_eval(run) for _, run in self.ntnu_table_runs(table)]
+        files += [path for _, _, path, _ in self.ntnu_value_cells(table)]
         return list(dict.fromkeys(files))
 
     def ntnu_summary(self, table: str) -> str | None:
@@ -391,21 +397,17 @@ class Experiment:
         return stages
 
     def ntnu_figure_inputs(self, table: str) -> list[str]:
-        section, kind = self.ntnu, self.ntnu["tables"][table]["figure"]
-        if kind == "ranks":
-            return ([self.layout.path("trec_run", collection=self.ntnu_slug, run=section["first_stage"]),
-                     self.layout.path("qrels", collection=self.ntnu_slug)]
-                    + [self.layout.path("trec_run", collection=self.ntnu_slug, run=self.ntnu_run(m, a))
-                       for _, m, a in self.ntnu_rows(table)])
+        if self.ntnu["tables"][table]["figure"] == "ranks":
+            return ([self.layout.path("qrels", collection=self.ntnu_slug)]
+                    + [self.layout.path("trec_run", collection=self.ntnu_slug, run=run) for _, run in self.ntnu_table_runs(table)])
         return [self.ntnu_checkpoint_meta(m) for m in dict.fromkeys(m for _, m, _ in self.ntnu_rows(table))]
 
     def ntnu_figure_args(self, table: str) -> str:
         """`tables figure` arguments: the relevant document's rank (runs), or loss curves (checkpoints)."""
         section, kind = self.ntnu, self.ntnu["tables"][table]["figure"]
         if kind == "ranks":
-            rows = [(FIRST_STAGES[section["first_stage"]].label, section["first_stage"])]
-            rows += [(label, self.ntnu_run(m, a)) for label, m, a in self.ntnu_rows(table)]
-            runs = [f"{label}:{self.layout.path('trec_run', collection=self.ntnu_slug, run=run)}" for label, run in rows]
+            runs = [f"{label}:{self.layout.path('trec_run', collection=self.ntnu_slug, run=run)}"
+                    for label, run in self.ntnu_table_runs(table)]
             grade = self.config["collections"][section["collection"]]["relevant_min_grade"]
             return (" ".join(["ranks"] + [f"--run {shlex.quote(r)}" for r in runs])
                     + f" --qrels {self.layout.path('qrels', collection=self.ntnu_slug)} --depth {section['candidates']}"
