@@ -192,6 +192,18 @@ def _check_references(config: Mapping) -> None:
             problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
         problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
                      for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
+        for table, spec in ntnu["tables"].items():
+            rows = [name for name, model in ntnu["models"].items() if table in model["tables"]]
+            problems += [f"  ntnu/tables/{table}/distilled: {row!r} is not a row of {table} ({', '.join(rows)})"
+                         for row in spec["distilled"] if row not in rows]
+            problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
+                         f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
+                         if model not in ntnu["models"]]
+        teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
+        cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
+        problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
+                     for name, spec in ntnu["models"].items()
+                     if not spec["tables"] and name not in cells and ntnu_checkpoint(name) not in teachers]
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
     used += [(f"checkpoints/{name}/training/teacher", entry["training"]["teacher"]) for name, entry in checkpoints.items()
              if (entry.get("training") or {}).get("teacher")]

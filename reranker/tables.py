@@ -121,18 +121,22 @@ class Table:
         top = max(scored.values(), default=None)
         return {r for r, value in scored.items() if value == top}
 
+    def layout(self) -> list[tuple[str, str]]:
+        """The printed (group, column) cells of a row: each group's measures, then the extra columns once
+        (their value is the same in every group)."""
+        return [(g, m) for g in self.groups for m in self.measures] + [(self.groups[0], c) for c in self.extra_columns]
+
     def to_markdown(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
-        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 else label(m)
-                               for g in self.groups for m in self.columns]
+        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 and m in self.measures else label(m)
+                                      for g, m in self.layout()]
         lines = [f"**{self.caption}**", "", "| " + " | ".join(header) + " |",
                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         for row in self.rows:
             cells = []
-            for g in self.groups:
-                for m in self.columns:
-                    text = self.text(row, g, m).replace("|", "\\|")
-                    cells.append(f"**{text}**" if row in self.best(g, m) else text)
+            for g, m in self.layout():
+                text = self.text(row, g, m).replace("|", "\\|")
+                cells.append(f"**{text}**" if row in self.best(g, m) else text)
             lines.append("| " + " | ".join([row] + cells) + " |")
         lines += [""] + [f"{note}  " for note in self.notes]
         return "\n".join(lines).rstrip() + "\n"
@@ -153,21 +157,21 @@ class Table:
 
     def to_latex(self) -> str:
         label = lambda m: MEASURE_LABELS.get(m, m).replace("@", "@")  # noqa: E731
-        spec = "l" + "r" * (len(self.groups) * len(self.columns))
+        spec = "l" + "r" * len(self.layout())
         lines = ["\\begin{table}", "\\centering", f"\\caption{{{_tex(self.caption)}}}", f"\\begin{{tabular}}{{{spec}}}",
                  "\\toprule"]
         if len(self.groups) > 1:
-            lines.append(" & " + " & ".join(f"\\multicolumn{{{len(self.columns)}}}{{c}}{{{_tex(g)}}}" for g in self.groups) + " \\\\")
-        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _ in self.groups for m in self.columns) + " \\\\")
+            lines.append(" & " + " & ".join([f"\\multicolumn{{{len(self.measures)}}}{{c}}{{{_tex(g)}}}" for g in self.groups]
+                                            + [""] * len(self.extra_columns)) + " \\\\")
+        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _, m in self.layout()) + " \\\\")
         lines.append("\\midrule")
         for row in self.rows:
             cells = []
-            for g in self.groups:
-                for m in self.columns:
-                    text = self.text(row, g, m)
-                    text = _tex(text) if m in self.extra_columns else text.replace(PLUS_MINUS, "$\\pm$")
-                    text = text.replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
-                    cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
+            for g, m in self.layout():
+                text = self.text(row, g, m)
+                text = _tex(text) if m in self.extra_columns else text.replace(PLUS_MINUS, "$\\pm$")
+                text = text.replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
+                cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
         if self.notes:

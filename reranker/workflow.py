@@ -327,9 +327,23 @@ class Experiment:
         first = self.ntnu["first_stage"]
         return [(FIRST_STAGES[first].label, first)] + [(label, self.ntnu_run(m, a)) for label, m, a in self.ntnu_rows(table)]
 
+    def ntnu_table_cells(self, table: str) -> list[tuple[str, str, str]]:
+        """(column group, row label, run) of a table's measures. One group, the collection; or, for a table
+        with `distilled`, "Train" (the rows' models) and "Distilled" (their distilled counterparts), the
+        first stage in both, so that each group has its baseline."""
+        distilled = self.ntnu["tables"][table]["distilled"]
+        runs = self.ntnu_table_runs(table)
+        if not distilled:
+            return [(self.ntnu["collection"], label, run) for label, run in runs]
+        first = self.ntnu["first_stage"]
+        cells = [("Train", label, run) for label, run in runs]
+        cells += [("Distilled", runs[0][0], first)]
+        cells += [("Distilled", label, self.ntnu_run(distilled[m], a)) for label, m, a in self.ntnu_rows(table) if m in distilled]
+        return cells
+
     def ntnu_specs(self, table: str) -> list[str]:
         """GROUP:ROW:EVAL specs of a table."""
-        return [f"{self.ntnu['collection']}:{label}:{self.ntnu_eval(run)}" for label, run in self.ntnu_table_runs(table)]
+        return [f"{group}:{label}:{self.ntnu_eval(run)}" for group, label, run in self.ntnu_table_cells(table)]
 
     def ntnu_checkpoint_meta(self, model: str) -> str:
         return self.layout.path("checkpoint_meta", checkpoint=ntnu_checkpoint(model))
@@ -376,7 +390,7 @@ class Experiment:
 
     def ntnu_table_inputs(self, table: str) -> list[str]:
         """Every file a table reads: evaluations, checkpoint metas and speed files."""
-        files = [self.ntnu_eval(run) for _, run in self.ntnu_table_runs(table)]
+        files = [self.ntnu_eval(run) for _, _, run in self.ntnu_table_cells(table)]
         files += [path for _, _, path, _ in self.ntnu_value_cells(table)]
         return list(dict.fromkeys(files))
 

@@ -53,6 +53,18 @@ def test_names_must_exist_in_the_registries(tmp_path):
         cfg.load_config(extra)
 
 
+def test_ntnu_distilled_cells_name_rows_and_models(tmp_path):
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(yaml.safe_dump({"ntnu": {"collection": "beir/scifact/test", "tables": {"ntnu_5_6": {
+        "caption": "5.6", "distilled": {"head-only": "distilled-layers-2", "layers-2": "nobody", "layers-4": "distilled-layers-1"}}}}}))
+    with pytest.raises(cfg.ConfigError) as err:
+        cfg.load_config(extra)
+    message = str(err.value)
+    assert "'head-only' is not a row of ntnu_5_6" in message and "unknown model 'nobody'" in message
+    # The defaults merge under: distilled-layers-4, now in no table and no distilled cell, would train for nothing.
+    assert "ntnu/models/distilled-layers-4: in no table" in message
+
+
 def test_unknown_keys_and_bad_enums_are_refused(tmp_path):
     extra = tmp_path / "bad.yaml"
     extra.write_text(yaml.safe_dump({"segment": {"candidatez": 3}, "birch": {"aggregation": ["medianp"]}}))

@@ -169,6 +169,24 @@ def test_value_columns_are_formatted_never_bold_and_in_every_format(tmp_path):
     assert {str(small), str(large)} <= set(stored["provenance"]["inputs_sha256"])
 
 
+def test_value_columns_print_once_after_every_group(tmp_path):
+    """Table 5.6's shape: "Train" and "Distilled" groups of measures, a row's size once; a missing cell prints –."""
+    specs = [f"{group}:{row}:{write_eval(tmp_path / f'{group}{row}.json', {'RR@10': value})}"
+             for group, row, value in (("Train", "BM25", 0.6), ("Train", "L4", 0.7), ("Train", "L6", 0.8),
+                                       ("Distilled", "BM25", 0.6), ("Distilled", "L4", 0.75))]
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"shape": "4/384"}))
+    out = tmp_path / "t"
+    assert tables.main(["results", "--eval", *specs, "--measures", "RR@10",
+                        "--value", f"L4:L/H:{meta}:shape", "--formats", "md", "tex", "--out", str(out)]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert "| System | Train MRR@10 | Distilled MRR@10 | L/H |" in md
+    assert "| L4 | 0.7000 | **0.7500** | 4/384 |" in md and "| L6 | **0.8000** | – | – |" in md
+    tex = out.with_suffix(".tex").read_text()
+    assert "\\begin{tabular}{lrrr}" in tex
+    assert " & \\multicolumn{1}{c}{Train} & \\multicolumn{1}{c}{Distilled} &  \\\\" in tex
+
+
 @pytest.mark.parametrize("problem", ["key", "file"])
 def test_a_missing_value_key_or_file_is_an_error_naming_both_and_writes_nothing(tmp_path, capsys, problem):
     spec = f"synthetic:BM25:{write_eval(tmp_path / 'bm25.json', {'RR@10': 0.2})}"
