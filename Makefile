@@ -34,11 +34,15 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# then the run's wall clock (runs/default/numbers/run.json).
+# then the run's wall clock (runs/default/numbers/run.json), and the Radboud and NTNU parts' own (the union of
+# their jobs' spans: *_time.json).
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/python -m reranker tables wallclock --log "$$(ls -t .snakemake/log/*.snakemake.log | head -1)" \
-		--out $(RUN_DIR)/numbers/run.json --command "make run"
+	log="$$(ls -t .snakemake/log/*.snakemake.log | head -1)" && \
+	$(BIN)/python -m reranker tables wallclock --log "$$log" --out $(RUN_DIR)/numbers/run.json --command "make run" && \
+	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'radboud|segment_documents' \
+		--out $(RUN_DIR)/numbers/radboud_time.json --command "make run" && \
+	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint

@@ -420,6 +420,46 @@ def wall_clock(log: str | os.PathLike) -> dict | None:
             "jobs": int(done[-1][1]), "snakemake_log": Path(log).name}
 
 
+def job_spans(log: str | os.PathLike) -> list[dict]:
+    """The finished jobs of a Snakemake log: start and end (epoch seconds), rule, and the job's block of
+    text (its output and wildcards), in order of start."""
+    import re
+    import time
+
+    text = Path(log).read_text(encoding="utf-8", errors="replace")
+    stamp = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
+    when = lambda s: time.mktime(time.strptime(s, "%a %b %d %H:%M:%S %Y"))  # noqa: E731
+    started = {m.group(3): (when(m.group(1)), m.group(2), m.group(0))
+               for m in re.finditer(stamp + r"(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)\n(?:    .*\n)*", text, re.M)}
+    spans = []
+    for m in re.finditer(stamp + r"Finished jobid: (\d+) \(Rule: (\w+)\)", text, re.M):
+        if m.group(2) in started:
+            start, rule, block = started[m.group(2)]
+            spans.append({"start": start, "end": when(m.group(1)), "rule": rule, "text": block})
+    return sorted(spans, key=lambda span: span["start"])
+
+
+def part_wall_clock(logs: Sequence[str | os.PathLike], match: str) -> dict:
+    """The wall clock of one part of a run, over one or more Snakemake logs (a run stopped and resumed):
+    the union of the time spans of the finished jobs whose block (rule, outputs, wildcards) matches the regular
+    expression `match`, so that time when none of them ran (other parts, pauses) does not count. `job_seconds`
+    adds the spans up (more than the wall clock where jobs ran side by side)."""
+    import re
+
+    spans = [s for log in logs for s in job_spans(log) if re.search(match, s["text"])]
+    if not spans:
+        raise TableError(f"no finished job mentions {match!r} in {', '.join(map(str, logs))}")
+    covered, end = 0.0, -math.inf
+    for span in sorted(spans, key=lambda s: s["start"]):
+        covered += max(0.0, span["end"] - max(span["start"], end))
+        end = max(end, span["end"])
+    rules: dict[str, int] = {}
+    for span in spans:
+        rules[span["rule"]] = rules.get(span["rule"], 0) + 1
+    return {"part": match, "wall_clock_seconds": round(covered, 1), "job_seconds": round(sum(s["end"] - s["start"] for s in spans), 1),
+            "jobs": len(spans), "jobs_by_rule": dict(sorted(rules.items())), "snakemake_logs": [Path(log).name for log in logs]}
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -557,14 +597,27 @@ def main_wall_clock(argv: list[str]) -> int:
     """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables wallclock",
                                      description="the wall clock of a finished Snakemake run, from its log")
-    parser.add_argument("--log", required=True, help=".snakemake/log/*.snakemake.log of the run")
+    parser.add_argument("--log", required=True, action="append",
+                        help=".snakemake/log/*.snakemake.log of the run; with --part, one per session of a resumed run")
+    parser.add_argument("--part", metavar="REGEX",
+                        help="time only the jobs whose rule, outputs or wildcards match this regular expression "
+                             "(e.g. 'radboud|segment_documents'), over every --log")
     parser.add_argument("--out", required=True, help="JSON to write (kept as it is when the run did no job)")
     parser.add_argument("--command", default="", help="the command that was timed")
     args = parser.parse_args(argv)
-    timing = wall_clock(args.log)
-    if timing is None:
-        print(f"{args.log}: no finished job in this run; {args.out} kept", file=sys.stderr)
-        return 0
+    if args.part:
+        try:
+            timing = part_wall_clock(args.log, args.part)
+        except TableError as err:  # e.g. a rerun with nothing to do: the timed run's record stays
+            print(f"{err}; {args.out} kept", file=sys.stderr)
+            return 0
+    else:
+        if len(args.log) > 1:
+            parser.error("several --log need --part")
+        timing = wall_clock(args.log[0])
+        if timing is None:
+            print(f"{args.log[0]}: no finished job in this run; {args.out} kept", file=sys.stderr)
+            return 0
     import torch
 
     from reranker.hardware import cpu_info, cpu_threads, has_fast_half
@@ -574,5 +627,5 @@ def main_wall_clock(argv: list[str]) -> int:
         "cpu": info["model"], "cores": cpu_threads(), "bf16": has_fast_half(torch.device("cpu")),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}})
     write_json(args.out, record, indent=2)
-    print(f"{args.out}: {timing['jobs']} jobs in {timing['wall_clock_seconds'] / 60:.1f} min")
+    print(f"{args.out}: {timing['jobs']} {args.part or ''} jobs in {timing['wall_clock_seconds'] / 60:.1f} min".replace("  ", " "))
     return 0

@@ -107,6 +107,36 @@ def test_command_line_table_figure_and_numbers(tmp_path):
     assert "Birch 1S" in out.with_suffix(".md").read_text()
 
 
+def snakemake_job(start: str, end: str, rule: str, jobid: int, output: str) -> tuple[str, str]:
+    """A job's start block and finish line as Snakemake 9 logs them."""
+    return (f"[Mon Nov 23 {start} 2026]\nlocalrule {rule}:\n    output: {output}\n    jobid: {jobid}\n"
+            f"    resources: tmpdir=/tmp\n", f"[Mon Nov 23 {end} 2026]\nFinished jobid: {jobid} (Rule: {rule})\n")
+
+
+def test_a_part_of_a_resumed_run_is_timed_over_its_logs_without_the_gaps(tmp_path):
+    from reranker.tables import main
+
+    a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/radboud-swap-g1-f1/reranker.json")
+    b1, b2 = snakemake_job("09:05:00", "09:20:00", "train", 2, "checkpoints/radboud-add-g1-f1/reranker.json")
+    c1, c2 = snakemake_job("09:20:00", "09:50:00", "train", 3, "checkpoints/scifact/reranker.json")  # another part
+    d1, _ = snakemake_job("09:50:00", "09:55:00", "train", 4, "checkpoints/radboud-add-g1-f2/reranker.json")  # stopped
+    first = tmp_path / "first.snakemake.log"
+    first.write_text(a1 + b1 + a2 + b2 + c1 + c2 + d1 + "Error in rule train:\n")
+    e1, e2 = snakemake_job("14:00:00", "14:04:00", "segment_documents", 1, "segments/cranfield/bm25.k100.documents.jsonl")
+    f1, f2 = snakemake_job("14:04:00", "14:10:00", "train", 2, "checkpoints/radboud-add-g1-f2/reranker.json")
+    second = tmp_path / "second.snakemake.log"
+    second.write_text(e1 + e2 + f1 + f2)
+    out = tmp_path / "radboud.json"
+    assert main(["wallclock", "--log", str(first), "--log", str(second), "--part", "radboud|segment_documents",
+                 "--out", str(out), "--command", "snakemake radboud"]) == 0
+    record = json.loads(out.read_text())
+    # 09:00-09:20 (two jobs overlapping), then 14:00-14:10; the other part and the stopped job do not count.
+    assert record["wall_clock_seconds"] == 30 * 60 and record["job_seconds"] == (10 + 15 + 4 + 6) * 60
+    assert record["jobs"] == 4 and record["jobs_by_rule"] == {"segment_documents": 1, "train": 3}
+    assert main(["wallclock", "--log", str(second), "--part", "ntnu", "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == record  # no NTNU job: the record stays
+
+
 def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
     from reranker.tables import main, wall_clock
 
