@@ -143,6 +143,11 @@ class Experiment:
         entry = self.checkpoint(name)
         return entry["model"] if entry["source"] == "hf" else self.hub_model(entry["base"])
 
+    def lineage(self, name: str) -> str:
+        """A checkpoint in words: its Hugging Face id, or its name and what it was fine-tuned from and on."""
+        chain = self.training_chain(name)
+        return self.hub_model(name) if not chain else f"`{name}` ({self.hub_model(name)} fine-tuned on {', then '.join(chain)})"
+
     def training_chain(self, name: str) -> list[str]:
         """The collections a checkpoint was fine-tuned on, in order, through its fine-tuned bases."""
         entry = self.checkpoint(name)
@@ -454,10 +459,11 @@ class Experiment:
         return (f"{section['tables'][table]['caption']}. {section['collection']}: {first} top {section['candidates']} "
                 f"reranked (the rest kept in order); passages of {passages['length']} words every {passages['stride']}"
                 f"{', titled' if passages['title'] else ''}, max length {section['max_length']}; rerankers start from "
-                f"{self.hub_model(section['base'])} and train on {section['train_collection']} (passages of relevant "
+                f"{self.lineage(section['base'])} unless the row says, and train on {section['train_collection']} (passages of relevant "
                 f"documents positive; {training['negatives_per_positive']} negatives per positive from the top "
                 f"{training['negatives_depth']}; lr {training['learning_rate']:g}, batch {training['batch_size']}, "
-                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs "
+                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs, "
+                f"{'the last step kept' if training['select'] == 'last' else 'the best step on held-out loss kept'} "
                 f"unless a row says otherwise); "
                 f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says.")
 
