@@ -170,12 +170,12 @@ class Table:
             for g, m in self.layout():
                 text = self.text(row, g, m)
                 text = _tex(text) if m in self.extra_columns else text.replace(PLUS_MINUS, "$\\pm$")
-                text = text.replace(SIGNIFICANT, "$^\\dagger$").replace("–", "--")
+                text = _marks(text).replace("–", "--")
                 cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
         if self.notes:
-            lines.append("\\par\\footnotesize " + _tex(" ".join(self.notes)).replace(SIGNIFICANT, "$^\\dagger$"))
+            lines.append("\\par\\footnotesize " + _marks(_tex(" ".join(self.notes))))
         lines += ["\\end{table}"]
         return "\n".join(lines) + "\n"
 
@@ -200,6 +200,11 @@ class Table:
             write_text(path, {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex}[fmt]())
             written.append(path)
         return written
+
+
+def _marks(text: str) -> str:
+    """Significance marks in LaTeX: † and ‡ as superscript daggers (pdflatex has no glyph for either)."""
+    return text.replace(SIGNIFICANT, "$^\\dagger$").replace(SECOND_SIGNIFICANT, "$^\\ddagger$")
 
 
 def _tex(text: str) -> str:

@@ -107,6 +107,15 @@ def test_command_line_table_figure_and_numbers(tmp_path):
     assert "Birch 1S" in out.with_suffix(".md").read_text()
 
 
+def test_both_marks_are_latex_in_tex_tables():
+    table = tables.Table("c", ["g"], ["AP@1000"], notes=["† against BM25; ‡ against the baseline reranker."])
+    table.add("BM25", "g", "AP@1000", 0.2)
+    table.add("Variant", "g", "AP@1000", 0.3, "†‡")
+    tex = table.to_latex()
+    assert "0.3000$^\\dagger$$^\\ddagger$" in tex and "$^\\ddagger$ against the baseline" in tex
+    assert "†" not in tex and "‡" not in tex
+
+
 def snakemake_job(start: str, end: str, rule: str, jobid: int, output: str) -> tuple[str, str]:
     """A job's start block and finish line as Snakemake 9 logs them."""
     return (f"[Mon Nov 23 {start} 2026]\nlocalrule {rule}:\n    output: {output}\n    jobid: {jobid}\n"
