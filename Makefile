@@ -19,7 +19,7 @@ export OPENAI_API_KEY ?= not-used-by-birch-repro
 PROFILE ?= default
 RUN_DIR = runs/$(PROFILE)
 
-.PHONY: setup run test quick promote lint benchmarks dry-run
+.PHONY: setup run test quick promote lint benchmarks dry-run image test-image
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -48,6 +48,15 @@ run: setup
 test: setup lint
 	$(BIN)/python -m pytest
 
+# The container image (containers/Dockerfile), its build time and size in results/benchmarks/image.json:
+# docker where its daemon runs, else podman; the base from Debian packages where no registry answers.
+image:
+	containers/build
+
+# The image's check: the quick profile inside it, non-root, offline, caches read-only (tests/test_container.py).
+test-image: setup
+	$(BIN)/python -m pytest -m container
+
 quick: setup
 	$(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/quick
 
@@ -58,6 +67,7 @@ promote:
 lint: setup
 	$(BIN)/ruff check reranker tests benchmarks
 	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/hadolint containers/Dockerfile
 	$(BIN)/snakemake --lint
 
 benchmarks: setup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,12 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
 def test_an_unregistered_name_is_refused_by_the_schema():
     with pytest.raises(cfg.ConfigError, match="top2p"):
         cfg.load_config(overrides={"birch": {"aggregation": ["top2p"]}})
+
+
+def test_the_entrypoint_knows_every_stage():
+    from reranker.__main__ import STAGES
+
+    # The image's entrypoint runs a stage by name without starting Python first: its list must not drift.
+    text = (Path(__file__).resolve().parent.parent / "containers" / "entrypoint").read_text()
+    listed = re.search(r"^\s+(collections \|[^)]*)\)", text, re.M).group(1)
+    assert [s.strip() for s in listed.split("|")] == list(STAGES)

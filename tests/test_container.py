@@ -1,0 +1,79 @@
+"""The image (`make image`) on a copy of the checkout: as a non-root user, with the network off and the
+offline caches mounted read-only, the quick profile reproduces the stored quick tables byte for byte;
+missing mounts fail with one clear line. Run with `make test-image` (pytest -m container); skipped,
+with the reason, where no engine or no image exists."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+IMAGE = os.environ.get("BIRCH_IMAGE", "localhost/birch-repro/reranker:0.1.0")
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
+
+def engine() -> str | None:
+    for name in ("docker", "podman"):
+        if shutil.which(name) and (name != "docker" or subprocess.run(["docker", "info"], capture_output=True).returncode == 0):
+            return name
+    return None
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    name = engine()
+    if name is None:
+        pytest.skip("no container engine (docker with a daemon, or podman)")
+    flags = ["--cgroup-manager=cgroupfs"] if name == "podman" else []
+    if subprocess.run([name, *flags, "image", "inspect", IMAGE], capture_output=True).returncode != 0:
+        pytest.skip(f"no image {IMAGE}: build it with `make image`")
+    return IMAGE
+
+
+def checkout_copy(tmp: Path) -> Path:
+    """The tracked files (and the stored results) in a folder the image's user (uid 1000) owns."""
+    copy = tmp / "checkout"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
+    for name in filter(None, files):
+        source = REPO / name.decode()
+        if source.is_file():
+            (copy / name.decode()).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name.decode())
+    subprocess.run(["chown", "-R", "1000:1000", str(copy)], check=True)
+    return copy
+
+
+def run(*args: str, env: dict | None = None, timeout: int = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / "containers" / "run"), *args], capture_output=True, text=True,
+                          env=env or os.environ.copy(), timeout=timeout)
+
+
+def test_quick_profile_in_the_image_reproduces_the_stored_tables(image, tmp_path, birch_data):
+    copy = checkout_copy(tmp_path)
+    done = run("--image", image, "--checkout", str(copy), "--user", "1000:1000",
+               "--profile", "workflow/profiles/quick", "--cores", "2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    stored = sorted((REPO / "results" / "quick" / "tables").glob("*.md"))
+    assert stored
+    made = copy / "runs" / "quick" / "tables"
+    different = [p.name for p in stored if not (made / p.name).exists() or (made / p.name).read_bytes() != p.read_bytes()]
+    assert not different, f"tables made in the image differ from results/quick: {different}"
+
+
+def test_missing_caches_and_a_read_only_checkout_are_one_clear_line(image, tmp_path):
+    copy = checkout_copy(tmp_path)
+    bare = {k: v for k, v in os.environ.items() if k not in {"HF_HOME", "IR_DATASETS_MIRROR", "IR_DATASETS_HOME", "BIRCH_DATA"}}
+    missing = run("--image", image, "--checkout", str(copy), "--user", "1000:1000", "-n", env=bare, timeout=300)
+    assert missing.returncode == 2 and re.search(r"^birch-repro: no Hugging Face cache at /cache/hf_home", missing.stderr, re.M)
+    assert "Traceback" not in missing.stderr
+    (copy / "results").chmod(0o555)
+    read_only = run("--image", image, "--checkout", str(copy), "--user", "1000:1000", "-n", timeout=300)
+    assert read_only.returncode == 2 and "birch-repro: /work/results is not writable by uid 1000" in read_only.stderr
+    assert "Traceback" not in read_only.stderr
+
