@@ -23,7 +23,7 @@ RUN_DIR = runs/$(PROFILE)
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
-	@mkdir -p "$(IR_DATASETS_HOME)" && cp -rn "$(IR_DATASETS_MIRROR)"/. "$(IR_DATASETS_HOME)"/
+	@mkdir -p "$(IR_DATASETS_HOME)" && cp -rn "$(IR_DATASETS_MIRROR)"/. "$(IR_DATASETS_HOME)"/ && chmod -R u+w "$(IR_DATASETS_HOME)"
 endif
 
 # torch first, from its pinned CPU build: an unpinned resolve would pull several GB of CUDA wheels.
