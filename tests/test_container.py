@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,42 @@ def test_missing_caches_and_a_read_only_checkout_are_one_clear_line(image, tmp_p
     assert read_only.returncode == 2 and "birch-repro: /work/results is not writable by uid 1000" in read_only.stderr
     assert "Traceback" not in read_only.stderr
 
+
+
+def apptainer_ready() -> str | None:
+    """Why the Apptainer check cannot run here, or None."""
+    if not (REPO / "containers" / "reranker.sif").is_file():
+        return "no containers/reranker.sif: build it with `containers/build --sif`"
+    if shutil.which("apptainer") is None and not Path(os.environ.get(
+            "APPTAINER_ROOTFS", "/var/lib/birch-repro/apptainer-sid"), "usr/bin/apptainer").exists():
+        return "no apptainer on PATH and no rootfs from `containers/apptainer setup`"
+    return None
+
+
+def test_quick_profile_with_apptainer_reproduces_the_stored_tables(birch_data):
+    """`snakemake --use-singularity` (containers/snakemake-apptainer) with the SIF, as uid 1000."""
+    reason = apptainer_ready()
+    if reason:
+        pytest.skip(reason)
+    # Not under pytest's tmp_path: its root-only parent would hide the copy from uid 1000.
+    root = Path(tempfile.mkdtemp(prefix="birch-apptainer-"))
+    try:
+        copy = checkout_copy(root)
+        (copy / "containers" / "reranker.sif").symlink_to(REPO / "containers" / "reranker.sif")
+        cache = root / "ir_datasets"
+        shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
+        subprocess.run(["chown", "-R", "1000:1000", str(root)], check=True)
+        root.chmod(0o755)
+        env = {k: v for k, v in os.environ.items() if k in {"HF_HOME", "BIRCH_DATA", "PATH", "LANG"}}
+        env.update(IR_DATASETS_HOME=str(cache), HOME=str(copy), TOKENIZERS_PARALLELISM="false")
+        done = subprocess.run(
+            ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups",
+             str(copy / "containers" / "snakemake-apptainer"), "--profile", "workflow/profiles/quick", "--cores", "2"],
+            cwd=copy, env=env, capture_output=True, text=True, timeout=5400)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+        stored = sorted((REPO / "results" / "quick" / "tables").glob("*.md"))
+        made = copy / "runs" / "quick" / "tables"
+        different = [p.name for p in stored if not (made / p.name).exists() or (made / p.name).read_bytes() != p.read_bytes()]
+        assert not different, f"tables made with Apptainer differ from results/quick: {different}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
