@@ -102,6 +102,7 @@ def test_quick_profile_with_apptainer_reproduces_the_stored_tables(birch_data):
         (copy / "containers" / "reranker.sif").symlink_to(REPO / "containers" / "reranker.sif")
         cache = root / "ir_datasets"
         shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
+        subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
         subprocess.run(["chown", "-R", "1000:1000", str(root)], check=True)
         root.chmod(0o755)
         env = {k: v for k, v in os.environ.items() if k in {"HF_HOME", "BIRCH_DATA", "PATH", "LANG"}}
