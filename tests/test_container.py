@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -90,31 +89,21 @@ def apptainer_ready() -> str | None:
     return None
 
 
-def test_quick_profile_with_apptainer_reproduces_the_stored_tables(birch_data):
-    """`snakemake --use-singularity` (containers/snakemake-apptainer) with the SIF, as uid 1000."""
+def test_quick_profile_with_apptainer_reproduces_the_stored_tables(tmp_path, birch_data):
+    """`snakemake --use-singularity` (containers/snakemake-apptainer) with the SIF: the same tables."""
     reason = apptainer_ready()
     if reason:
         pytest.skip(reason)
-    # Not under pytest's tmp_path: its root-only parent would hide the copy from uid 1000.
-    root = Path(tempfile.mkdtemp(prefix="birch-apptainer-"))
-    try:
-        copy = checkout_copy(root)
-        (copy / "containers" / "reranker.sif").symlink_to(REPO / "containers" / "reranker.sif")
-        cache = root / "ir_datasets"
-        shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
-        subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
-        subprocess.run(["chown", "-R", "1000:1000", str(root)], check=True)
-        root.chmod(0o755)
-        env = {k: v for k, v in os.environ.items() if k in {"HF_HOME", "BIRCH_DATA", "PATH", "LANG"}}
-        env.update(IR_DATASETS_HOME=str(cache), HOME=str(copy), TOKENIZERS_PARALLELISM="false")
-        done = subprocess.run(
-            ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups",
-             str(copy / "containers" / "snakemake-apptainer"), "--profile", "workflow/profiles/quick", "--cores", "2"],
-            cwd=copy, env=env, capture_output=True, text=True, timeout=5400)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-        stored = sorted((REPO / "results" / "quick" / "tables").glob("*.md"))
-        made = copy / "runs" / "quick" / "tables"
-        different = [p.name for p in stored if not (made / p.name).exists() or (made / p.name).read_bytes() != p.read_bytes()]
-        assert not different, f"tables made with Apptainer differ from results/quick: {different}"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    copy = checkout_copy(tmp_path)
+    (copy / "containers" / "reranker.sif").symlink_to(REPO / "containers" / "reranker.sif")
+    cache = tmp_path / "ir_datasets"
+    shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
+    subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
+    env = {**os.environ, "IR_DATASETS_HOME": str(cache)}
+    done = subprocess.run([str(copy / "containers" / "snakemake-apptainer"), "--profile", "workflow/profiles/quick",
+                           "--cores", "2"], cwd=copy, env=env, capture_output=True, text=True, timeout=5400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    stored = sorted((REPO / "results" / "quick" / "tables").glob("*.md"))
+    made = copy / "runs" / "quick" / "tables"
+    different = [p.name for p in stored if not (made / p.name).exists() or (made / p.name).read_bytes() != p.read_bytes()]
+    assert not different, f"tables made with Apptainer differ from results/quick: {different}"
