@@ -77,9 +77,19 @@ def differing_tables(made: Path) -> list[str]:
     return [p.name for p in stored if not (made / p.name).exists() or machine_masked(made / p.name) != machine_masked(p)]
 
 
-def run(*args: str, env: dict | None = None, timeout: int = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(REPO / "containers" / "run"), *args], capture_output=True, text=True,
-                          env=env or os.environ.copy(), timeout=timeout)
+def run(*args: str, env: dict | None = None, timeout: int = 3 * 3600) -> subprocess.CompletedProcess:
+    """containers/run; on a timeout the container is stopped too (killing the client leaves it running)."""
+    try:
+        return subprocess.run([str(REPO / "containers" / "run"), *args], capture_output=True, text=True,
+                              env=env or os.environ.copy(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        name = engine()
+        flags = ["--cgroup-manager=cgroupfs"] if name == "podman" else []
+        running = subprocess.run([name, *flags, "ps", "-q", "--filter", f"ancestor={IMAGE}"],
+                                 capture_output=True, text=True).stdout.split()
+        if running:
+            subprocess.run([name, *flags, "kill", *running], capture_output=True)
+        raise
 
 
 def test_quick_profile_in_the_image_reproduces_the_stored_tables(image, tmp_path, birch_data):
@@ -126,7 +136,7 @@ def test_quick_profile_with_apptainer_reproduces_the_stored_tables(tmp_path, bir
     subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
     env = {**os.environ, "IR_DATASETS_HOME": str(cache)}
     done = subprocess.run([str(copy / "containers" / "snakemake-apptainer"), "--profile", "workflow/profiles/quick",
-                           "--cores", "2"], cwd=copy, env=env, capture_output=True, text=True, timeout=5400)
+                           "--cores", "2"], cwd=copy, env=env, capture_output=True, text=True, timeout=3 * 3600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     different = differing_tables(copy / "runs" / "quick" / "tables")
     assert not different, f"tables made with Apptainer differ from results/quick: {different}"
