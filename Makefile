@@ -19,7 +19,7 @@ export OPENAI_API_KEY ?= not-used-by-birch-repro
 PROFILE ?= default
 RUN_DIR = runs/$(PROFILE)
 
-.PHONY: setup run test quick promote lint benchmarks dry-run image test-image
+.PHONY: setup run test quick promote lint benchmarks dry-run image test-image test-cluster
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -30,7 +30,7 @@ endif
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench,dev]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench,dev,cluster]"
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
@@ -56,6 +56,11 @@ image:
 # The image's check: the quick profile inside it, non-root, offline, caches read-only (tests/test_container.py).
 test-image: setup
 	$(BIN)/python -m pytest -m container
+
+# The Slurm profile against a one-node Slurm on this machine (workflow/cluster/slurm-local; root, Debian):
+# the quick profile with scoring split into parts, and a cancelled score job resumed (tests/test_cluster.py).
+test-cluster: setup
+	$(BIN)/python -m pytest -m cluster
 
 quick: setup
 	$(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/quick

@@ -22,7 +22,12 @@ work for a 3-layer MiniLM); a mean-pooled head reads every token. The test suite
 plain Hugging Face forward, pair by pair.
 
 Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
-shards written atomically to `<out>.shards/`; a killed run resumes at the first missing shard.
+shards of whole queries (about `shard_size` pairs) written atomically to `<out>.shards/`; a killed run
+resumes at the first missing shard. `--part I/N` scores only the I-th of N contiguous blocks of
+those shards, so that one collection spreads over N jobs (a cluster's nodes); `score gather`
+concatenates the parts. A shard's batches depend only on its own pairs and the cache, and pairs of
+one query stay in one shard, so the gathered file equals an unsharded run's byte for byte (from the
+same cache state; two queries with the same text are the one way a pair can recur across shards).
 Scores are cached in SQLite under keys of (model fingerprint, kind, dtype, max length, query text,
 unit text), committed per shard, so reruns and other experiments reuse them and two processes can
 share a cache. Batches are formed within a shard from its uncached pairs only, so an interrupted
@@ -359,23 +364,69 @@ def _prepare_shards(directory: Path, plan: str) -> None:
     write_text(plan_file, json.dumps({"plan": plan}) + "\n")
 
 
-def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os.PathLike,
-                        cache: ScoreCache | None = None, shard_size: int = DEFAULT_SHARD_SIZE) -> dict[str, Any]:
-    """Score pairs shard by shard into `out` (resuming finished shards); return counts for the meta."""
+def plan_shards(pairs: Sequence[UnitPair], shard_size: int) -> list[tuple[int, int]]:
+    """[start, end) of each shard: whole queries, closed before a query would take it past `shard_size`.
+
+    A query with more pairs than `shard_size` is a shard of its own. Keeping a query's pairs together
+    keeps each repeated (query, unit) text inside one shard, so shards never depend on each other.
+    """
     if shard_size < 1:
         raise ValueError("shard size must be positive")
+    bounds: list[tuple[int, int]] = []
+    start = query_start = 0
+    for index in range(1, len(pairs) + 1):
+        if index < len(pairs) and pairs[index].qid == pairs[index - 1].qid:
+            continue
+        if index - start > shard_size and query_start > start:  # this query would overflow the shard
+            bounds.append((start, query_start))
+            start = query_start
+        query_start = index
+    bounds.append((start, len(pairs)))
+    return bounds
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """`I/N` (1 <= I <= N) -> (I, N)."""
+    try:
+        index, count = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--part must be I/N, such as 2/8; found {text!r}") from None
+    if not 1 <= index <= count:
+        raise ValueError(f"--part {text}: I must be between 1 and N")
+    return index, count
+
+
+def part_range(n_shards: int, part: tuple[int, int]) -> range:
+    """The shards of part I of N: the I-th of N contiguous, near-equal blocks (possibly empty)."""
+    index, count = part
+    return range((index - 1) * n_shards // count, index * n_shards // count)
+
+
+def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os.PathLike,
+                        cache: ScoreCache | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
+                        part: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+    """Score pairs shard by shard into `out` (resuming finished shards); return counts for the meta.
+
+    With `part` (I, N), only the shards of part I are scored, and `out` holds just those.
+    """
     out = Path(out)
+    bounds = plan_shards(pairs, shard_size)
+    shards = part_range(len(bounds), part)
     directory = shard_dir(out)
-    _prepare_shards(directory, _plan_digest(pairs, scorer.score_context, shard_size))
-    n_shards = max(1, -(-len(pairs) // shard_size))
-    shard_files = [directory / f"shard-{i:05d}.tsv" for i in range(n_shards)]
-    first_missing = next((i for i, f in enumerate(shard_files) if not f.exists()), n_shards)
-    counts = {"pairs": len(pairs), "shards": n_shards, "shards_resumed": first_missing,
+    _prepare_shards(directory, _plan_digest(pairs, [*scorer.score_context, list(part)], shard_size))
+    shard_files = {i: directory / f"shard-{i:05d}.tsv" for i in shards}
+    first_missing = next((i for i in shards if not shard_files[i].exists()), shards.stop)
+    part_pairs = bounds[shards.stop - 1][1] - bounds[shards.start][0] if shards else 0
+    done = bounds[first_missing][0] - bounds[shards.start][0] if first_missing < shards.stop else part_pairs
+    counts = {"pairs": part_pairs, "shards": len(shards), "shards_resumed": first_missing - shards.start,
               "cache_hits": 0, "scored": 0, "model_seconds": 0.0}
-    progress = tqdm(total=len(pairs), initial=min(first_missing * shard_size, len(pairs)), desc="score",
+    if part != (1, 1):
+        counts.update(part=f"{part[0]}/{part[1]}", plan_shards=len(bounds), plan_pairs=len(pairs),
+                      first_shard=shards.start)
+    progress = tqdm(total=part_pairs, initial=done, desc="score",
                     unit="pair", unit_scale=True, file=sys.stderr, smoothing=0.05)
-    for index in range(first_missing, n_shards):
-        shard = pairs[index * shard_size:(index + 1) * shard_size]
+    for index in range(first_missing, shards.stop):
+        shard = pairs[bounds[index][0]:bounds[index][1]]
         keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in shard]
         known = cache.get(list(dict.fromkeys(keys))) if cache is not None else {}
         todo = [k for k in dict.fromkeys(keys) if k not in known]  # unique, in shard order
@@ -396,7 +447,7 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
         write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
                           shard_files[index])
     progress.close()
-    join_unit_scores(shard_files, out)
+    join_unit_scores([shard_files[i] for i in shards], out)
     shutil.rmtree(directory)
     return counts
 
@@ -408,11 +459,11 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
               device: str = "auto", max_length: int | None = None, num_layers: int | None = None,
               threads: int | None = None, qrels_path: str | os.PathLike | None = None,
               head: str | None = None, relevant_index: int | None = None,
-              queries: frozenset[str] | None = None) -> dict[str, Any]:
+              queries: frozenset[str] | None = None, part: tuple[int, int] = (1, 1)) -> dict[str, Any]:
     """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta.
 
     With `qrels_path`, only queries that have judgments are scored: the others cannot be evaluated.
-    With `queries`, only those (a fold's test queries).
+    With `queries`, only those (a fold's test queries). With `part` (I, N), the I-th of N blocks of shards.
     """
     started = time.perf_counter()
     resolve_source(checkpoint)  # a missing checkpoint fails before the inputs are read
@@ -429,7 +480,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
                     max_length=max_length, threads=threads)
     cache = ScoreCache(cache_dir) if cache_dir is not None else None
     try:
-        counts = score_pairs_sharded(scorer, pairs, out, cache=cache, shard_size=shard_size)
+        counts = score_pairs_sharded(scorer, pairs, out, cache=cache, shard_size=shard_size, part=part)
     finally:
         if cache is not None:
             cache.close()
@@ -440,7 +491,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
         "device": str(scorer.device), "threads": scorer.threads, "batch_size": batch_size,
         "max_length": scorer.max_length, "candidates": candidates, "shard_size": shard_size,
         "cache": str(cache.path) if cache is not None else None, **counts,
-        "seconds": round(seconds, 3), "pairs_per_second": round(len(pairs) / seconds, 1),
+        "seconds": round(seconds, 3), "pairs_per_second": round(counts["pairs"] / seconds, 1),
         "model_pairs_per_second": round(counts["scored"] / counts["model_seconds"], 1) if counts["scored"] else None,
         "model_seconds": round(counts["model_seconds"], 3),
         "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path),
@@ -451,13 +502,80 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
     return meta
 
 
+class GatherError(ValueError):
+    """Parts that do not make up one whole run."""
+
+
+def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict[str, Any]:
+    """Concatenate the parts of a sharded score run, in part order, into `out`; write and return its meta.
+
+    Each part's meta must say it is part I of the same N, of the same plan, and every part must be there:
+    a missing or foreign part fails before anything is written.
+    """
+    metas = []
+    for path in parts:
+        if not Path(path).exists() or not meta_path(path).exists():
+            raise GatherError(f"gather: part {path} (or its .meta.json) does not exist; score it first")
+        metas.append(json.loads(meta_path(path).read_text()))
+    if not metas:
+        raise GatherError("gather: no parts given")
+    count = len(metas)
+    order = {}
+    for path, meta in zip(parts, metas):
+        index, n = parse_part(meta.get("part", "1/1"))
+        if n != count:
+            raise GatherError(f"gather: {path} is part {index}/{n}, but {count} parts were given")
+        if index in order:
+            raise GatherError(f"gather: {path} and {order[index]} are both part {index}/{n}")
+        order[index] = path
+    same = ("fingerprint", "kind", "dtype", "max_length", "candidates", "shard_size", "plan_shards", "plan_pairs")
+    for key in same:
+        values = {json.dumps(meta.get(key)) for meta in metas}
+        if len(values) > 1:
+            raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
+    ordered = [order[i] for i in range(1, count + 1)]
+    by_path = dict(zip(map(str, parts), metas))
+    join_unit_scores(ordered, out)
+    first = dict(by_path[str(ordered[0])])
+    for key in ("part", "first_shard", "plan_shards", "plan_pairs"):
+        first.pop(key, None)
+    summed = {key: sum(by_path[str(p)][key] for p in ordered)
+              for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds")}
+    meta = {**first, **summed, "parts": [str(p) for p in ordered],
+            "seconds": round(sum(by_path[str(p)]["seconds"] for p in ordered), 3)}
+    meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
+    meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None
+    write_json(meta_path(out), meta, indent=2, sort_keys=True)
+    return meta
+
+
+def gather_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker score gather",
+                                     description="Concatenate the parts of a sharded score run (score --part I/N).")
+    parser.add_argument("--parts", nargs="+", required=True, help="the part TSVs, any order")
+    parser.add_argument("--out", required=True, help="the gathered TSV")
+    args = parser.parse_args(argv)
+    try:
+        meta = gather_parts(args.parts, args.out)
+    except (GatherError, ValueError) as err:
+        print(err if str(err).startswith("gather:") else f"gather: {err}", file=sys.stderr)
+        return 2
+    print(f"{meta['pairs']} pairs from {len(args.parts)} parts -> {args.out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gather"]:
+        return gather_main(argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0],
+                                     epilog="`python -m reranker score gather --parts ... --out OUT` joins --part runs.")
     parser.add_argument("--checkpoint", required=True, help="a checkpoint name of the configuration (checkpoints.yaml)")
     add_files(parser, "segments", "run", "topics", "out", optional=("qrels",), out="output TSV: qid, doc_id, unit, score",
               qrels="score only the queries these qrels judge (the others cannot be evaluated)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the score cache")
-    parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="pairs per resumable shard")
+    parser.add_argument("--shard-size", type=int, help="pairs per resumable shard (default: score.shard_size)")
+    parser.add_argument("--part", default="1/1", help="I/N: score only the I-th of N blocks of shards (gather them after)")
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
     add_config(parser, "score, segment.candidates, the checkpoint's entry; the cache under run_dir")
@@ -471,6 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     from reranker.workflow import PATTERNS, Experiment
 
     try:
+        part = parse_part(args.part)
         config = load_config(args.config)
         experiment = Experiment(config)
         entry = experiment.checkpoint(args.checkpoint)
@@ -496,12 +615,12 @@ def main(argv: list[str] | None = None) -> int:
         fetched = entry["source"] == "hf"
         meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
                          candidates=candidates, kind=kind, batch_size=settings["batch_size"],
-                         precision=precision, cache_dir=cache_dir, shard_size=args.shard_size,
+                         precision=precision, cache_dir=cache_dir, shard_size=args.shard_size or settings["shard_size"],
                          device=settings["device"], max_length=max_length, queries=queries,
                          num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
                          qrels_path=args.qrels, head=entry.get("head") if fetched else None,
                          relevant_index=relevant_index if relevant_index is not None else
-                         entry.get("relevant_index") if fetched else None)
+                         entry.get("relevant_index") if fetched else None, part=part)
     except (ConfigError, CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
         print(f"score: {err}", file=sys.stderr)
         return 1

@@ -35,6 +35,7 @@ PATTERNS = {
     "segments": "work/segments/{collection}/{first_stage}.k{k}.{unit}.jsonl",
     "scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv",
     "scores_meta": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv.meta.json",
+    "scores_part": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.part{part}.tsv",
     "score_cache": "work/cache/scores",
     "checkpoint_dir": "work/checkpoints/{checkpoint}",
     "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",

@@ -98,7 +98,7 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
 
     assert sc.main(args) == 0
     meta = json.loads(meta_path(resumed).read_text())
-    assert meta["shards_resumed"] >= 1 and meta["shards"] == -(-len(pairs) // shard_size)
+    assert meta["shards_resumed"] >= 1 and meta["shards"] == len(sc.plan_shards(pairs, shard_size))
     assert not sc.shard_dir(resumed).exists()
 
     assert sc.main(cli_args(inputs, tiny_model_dir, uninterrupted, tmp_path / "run-b",
@@ -106,6 +106,68 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     assert resumed.read_bytes() == uninterrupted.read_bytes()
     rows = uninterrupted.read_text().splitlines()
     assert [tuple(r.split("\t")[:3]) for r in rows] == [(p.qid, p.doc_id, str(p.unit)) for p in pairs]
+
+
+def test_shards_hold_whole_queries_near_the_shard_size(pairs):
+    for size in (1, 32, 100, 250, 10**6):
+        bounds = sc.plan_shards(pairs, size)
+        assert bounds[0][0] == 0 and bounds[-1][1] == len(pairs)
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+        qids = [{p.qid for p in pairs[start:end]} for start, end in bounds]
+        assert all(not (a & b) for i, a in enumerate(qids) for b in qids[i + 1:])  # a query never spans shards
+        assert all(end - start <= size or len(q) == 1 for (start, end), q in zip(bounds, qids))
+        # a shard closes only when the next query would overflow it
+        assert all(end - start + sum(p.qid == pairs[end].qid for p in pairs[end:]) > size
+                   for start, end in bounds[:-1])
+    assert sc.plan_shards([], 10) == [(0, 0)]
+    assert [len(sc.part_range(10, (i, 4))) for i in range(1, 5)] == [2, 3, 2, 3]
+    assert list(sc.part_range(2, (1, 3))) == []  # more parts than shards: some parts are empty
+    with pytest.raises(ValueError, match="I/N"):
+        sc.parse_part("2of3")
+    with pytest.raises(ValueError, match="between 1 and N"):
+        sc.parse_part("4/3")
+
+
+def test_parts_scored_apart_gather_to_the_unsharded_bytes(inputs, pairs, tiny_model_dir, tmp_path):
+    """Scatter/gather as a cluster runs it: each part a separate job with its own cache (another node)."""
+    shard_size, n_parts = 60, 2
+    assert len(sc.plan_shards(pairs, shard_size)) > n_parts  # a part of several shards
+    whole = tmp_path / "whole.tsv"
+    assert sc.main(cli_args(inputs, tiny_model_dir, whole, tmp_path / "run-whole", "--shard-size", str(shard_size),
+                            batch_size=8)) == 0
+    parts = [tmp_path / f"part{i}.tsv" for i in range(1, n_parts + 1)]
+    for i, part in enumerate(parts, start=1):
+        assert sc.main(cli_args(inputs, tiny_model_dir, part, tmp_path / f"run-part{i}", "--shard-size",
+                                str(shard_size), "--part", f"{i}/{n_parts}", batch_size=8)) == 0
+    metas = [json.loads(meta_path(p).read_text()) for p in parts]
+    assert sum(m["pairs"] for m in metas) == len(pairs) and all(m["pairs"] for m in metas)
+
+    gathered = tmp_path / "gathered.tsv"
+    assert sc.main(["gather", "--parts", *map(str, reversed(parts)), "--out", str(gathered)]) == 0
+    assert gathered.read_bytes() == whole.read_bytes()
+    meta = json.loads(meta_path(gathered).read_text())
+    assert meta["pairs"] == len(pairs) and meta["parts"] == list(map(str, parts))
+
+
+def test_gather_refuses_an_incomplete_or_mixed_set_of_parts(inputs, tiny_model_dir, tmp_path, capsys):
+    parts = [tmp_path / f"part{i}.tsv" for i in (1, 2)]
+    for i, part in enumerate(parts, start=1):
+        assert sc.main(cli_args(inputs, tiny_model_dir, part, tmp_path / f"run{i}", "--shard-size", "60",
+                                "--part", f"{i}/3", batch_size=8)) == 0
+    out = tmp_path / "gathered.tsv"
+    assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 2
+    assert "part 1/3, but 2 parts were given" in capsys.readouterr().err
+    assert sc.main(["gather", "--parts", str(parts[0]), str(parts[0]), str(tmp_path / "part3.tsv"),
+                    "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    other = tmp_path / "other.tsv"  # part 3 of another plan: other shard size
+    assert sc.main(cli_args(inputs, tiny_model_dir, other, tmp_path / "run3", "--shard-size", "90",
+                            "--part", "3/3", batch_size=8)) == 0
+    assert sc.main(["gather", "--parts", *map(str, parts), str(other), "--out", str(out)]) == 2
+    assert "disagree on" in capsys.readouterr().err
+    assert not out.exists() and not meta_path(out).exists()
+    assert sc.main(cli_args(inputs, tiny_model_dir, other, tmp_path / "run3", "--part", "0/3")) == 1
+    assert "between 1 and N" in capsys.readouterr().err
 
 
 def test_cache_is_reused_keyed_by_model_and_shared_by_kinds(inputs, pairs, tiny_model_dir, tmp_path):

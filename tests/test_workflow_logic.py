@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 # logits, how many candidates a wildcard asks for), threads, and --no-cache where a job's own time is
 # the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
-                 "--experiment", "--ranking", "--candidates", "--no-cache",
+                 "--experiment", "--ranking", "--candidates", "--no-cache", "--part", "--parts",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
@@ -65,6 +65,24 @@ def test_the_resolved_config_reaches_every_stage_unchanged(profile, tmp_path, bi
     assert {"collections", "index", "retrieve", "evaluate", "segment", "score", "fuse", "tables", "compare"} | trained <= stages
     if profile == "quick":
         assert "speed" in stages
+
+
+def test_score_parts_scatter_each_collections_scoring_and_gather_it(tmp_path, birch_data):
+    layer = tmp_path / "parts.yaml"
+    layer.write_text(yaml.safe_dump({"score": {"parts": 3}, "run_dir": str(tmp_path / "quick")}))
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--forceall", "--profile", "workflow/profiles/quick",
+                           "--configfile", str(CONFIG_DIR / "quick.yaml"), str(layer)],
+                          cwd=REPO, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    birch_scores = [line for line in done.stdout.splitlines()
+                    if " -m reranker score --" in line and "--experiment" not in line]
+    gathers = [line for line in done.stdout.splitlines() if " -m reranker score gather " in line]
+    assert gathers and len(birch_scores) == 3 * len(gathers)
+    for gather in gathers:
+        parts = shlex.split(gather.split("2>")[0])
+        listed = parts[parts.index("--parts") + 1: parts.index("--out")]
+        assert [p.rsplit(".part", 1)[1] for p in listed] == [f"{i}-of-3.tsv" for i in (1, 2, 3)]
+        assert all(f"--out {p} " in " ".join(birch_scores) for p in listed)
 
 
 def test_the_paper_profile_resolves_with_gpus_and_its_own_reference():

@@ -21,6 +21,7 @@ wildcard_constraints:
     unit=wildcard_pattern(UNITS),
     method=wildcard_pattern(AGGREGATORS),
     n="[1-3]",
+    part="[0-9]+-of-[0-9]+",
 
 
 collection_id = lambda w: EXP.slug_to_id[w.collection]

@@ -49,8 +49,14 @@ rule train:
         " {params.folds} --threads {threads} --out {params.out} 2> {log}"
 
 
+SCORE_PARTS = CFG["score"]["parts"]
+SCORE_OUT = P("scores_part", first_stage=FIRST, k=K) if SCORE_PARTS > 1 else P("scores", first_stage=FIRST, k=K)
+
+
 rule score:
-    """Score every (query, unit) of the top-K documents; cached by content, resumable by shard."""
+    """Score every (query, unit) of the top-K documents; cached by content, resumable by shard.
+
+    With score.parts = N > 1, one job per block of shards ({part} = I-of-N), gathered by gather_scores."""
     input:
         checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
         segments=P("segments", first_stage=FIRST, k=K),
@@ -58,10 +64,10 @@ rule score:
         topics=P("topics"),
         qrels=P("qrels"),
     output:
-        scores=P("scores", first_stage=FIRST, k=K),
-        meta=P("scores_meta", first_stage=FIRST, k=K),
+        scores=SCORE_OUT,
+        meta=SCORE_OUT + ".meta.json",
     log:
-        P("log", stage="score", name="{collection}.{checkpoint}.{unit}"),
+        P("log", stage="score", name="{collection}.{checkpoint}.{unit}" + ("" if SCORE_PARTS == 1 else ".part{part}")),
     conda:
         ENV
     threads: THREADS
@@ -70,10 +76,32 @@ rule score:
     params:
         config=CONFIG_FILE,
         settings=lambda w: settings("score", checkpoint=w.checkpoint),
+        part=lambda w: w.get("part", "1-of-1").replace("-of-", "/"),
     shell:
         "python -m reranker score --config {params.config} --checkpoint {wildcards.checkpoint}"
         " --segments {input.segments} --run {input.run} --topics {input.topics} --qrels {input.qrels}"
-        " --threads {threads} --out {output.scores} 2> {log}"
+        " --part {params.part} --threads {threads} --out {output.scores} 2> {log}"
+
+
+if SCORE_PARTS > 1:
+
+    rule gather_scores:
+        """The score parts of one (collection, checkpoint), joined in order: the bytes of an unsharded run."""
+        input:
+            expand(
+                P("scores_part", first_stage=FIRST, k=K),
+                part=[f"{i}-of-{SCORE_PARTS}" for i in range(1, SCORE_PARTS + 1)],
+                allow_missing=True,
+            ),
+        output:
+            scores=P("scores", first_stage=FIRST, k=K),
+            meta=P("scores_meta", first_stage=FIRST, k=K),
+        log:
+            P("log", stage="score", name="{collection}.{checkpoint}.{unit}.gather"),
+        conda:
+            ENV
+        shell:
+            "python -m reranker score gather --parts {input} --out {output.scores} 2> {log}"
 
 
 rule fuse_birch:
