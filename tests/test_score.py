@@ -81,6 +81,28 @@ def test_batched_bucketed_scores_equal_one_pair_at_a_time(tiny_model_dir, pairs,
     assert len({len(classifier.tokenizer(p.query, p.text)["input_ids"]) for p in sample}) > 10  # varied lengths
 
 
+def test_batches_sized_by_tokens_cover_every_pair_within_the_budget(tiny_model_dir, pairs):
+    from reranker.batching import length_batches
+
+    lengths = [len(p.text) // 4 + 8 for p in pairs]
+    for batch_size, batch_tokens in ((16, None), (64, 2000), (1000, 500), (8, 10**6)):
+        batches = length_batches(lengths, batch_size, batch_tokens)
+        assert sorted(i for rows in batches for i in rows) == list(range(len(pairs)))
+        assert all(len(rows) <= batch_size for rows in batches)
+        widths = [max(lengths[i] for i in rows) for rows in batches]
+        assert widths == sorted(widths, reverse=True)  # longest first
+        if batch_tokens is not None:
+            assert all(len(rows) * w <= batch_tokens or len(rows) == 1 for rows, w in zip(batches, widths))
+    assert len(length_batches(lengths, 1000, 500)) > len(length_batches(lengths, 1000, 4000))
+
+    classifier = load_classifier(str(tiny_model_dir))
+    sample = pairs[::3]
+    by_pairs = sc.Scorer(classifier, batch_size=16).score([p.query for p in sample], [p.text for p in sample])
+    by_tokens = sc.Scorer(classifier, batch_size=256, batch_tokens=1500).score([p.query for p in sample],
+                                                                                [p.text for p in sample])
+    assert np.abs(by_pairs - by_tokens).max() < 1e-5
+
+
 def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tmp_path):
     shard_size = 32
     assert len(pairs) > 6 * shard_size  # several shards remain when the first lands
