@@ -116,7 +116,13 @@ class Objective:
 
 
 def argmax_score(logits: torch.Tensor) -> torch.Tensor:
-    """The predicted level, ties within a level broken by that level's probability: level + p in [level, level+1)."""
+    """The predicted level, ties within a level broken by the expected level: level + E[level] / K, in [level, level+1).
+
+    Not by the predicted level's own probability: within level 0 that ranks the documents surest to
+    be irrelevant first (the first Radboud default run's argmax rows fell to nDCG@20 0.02 that way).
+    """
     probabilities = torch.softmax(logits.float(), dim=1)
     best = probabilities.argmax(dim=1)
-    return best.float() + probabilities.gather(1, best[:, None])[:, 0].clamp(max=1 - 1e-6)
+    levels = torch.arange(probabilities.shape[1], dtype=probabilities.dtype)
+    expected = (probabilities * levels).sum(dim=1) / probabilities.shape[1]  # in [0, (K-1)/K]
+    return best.float() + expected

@@ -54,7 +54,7 @@ SCORE_KINDS: dict[str, str] = {
     "logit": "the relevant class's logit, as Birch",
     "log_prob": "the relevant class's log-probability",
     "cosine": "a bi-encoder's cosine (bi_encoder heads only)",
-    "argmax": "the predicted class (grade level), ties broken by its probability: level + p",
+    "argmax": "the predicted class (grade level), ties broken by the expected level: level + E[level] / K",
 }
 
 UNITS: dict[str, str] = {
@@ -75,7 +75,7 @@ OBJECTIVES: dict[str, str] = {
 # How a document's score is read from a classifier's logits (the score stage's --ranking).
 RANKINGS: dict[str, str] = {
     "relevant": "the relevant logit (two-way heads), or the single output (regression)",
-    "argmax": "the predicted grade level, ties by its probability",
+    "argmax": "the predicted grade level, ties by the expected level",
     **{f"label{level}": f"grade level {level}'s logit" for level in range(5)},
 }
 

@@ -40,10 +40,15 @@ def test_objectives_losses_and_priors():
         objectives.Objective("regression", 5, 1)
 
 
-def test_argmax_score_orders_by_level_then_confidence():
+def test_argmax_score_orders_by_level_then_expected_level():
     logits = torch.tensor([[5.0, 0, 0], [0, 0, 2.0], [0, 0, 5.0], [0, 3.0, 0]])
     order = objectives.argmax_score(logits).argsort(descending=True).tolist()
     assert order == [2, 1, 3, 0]
+    # Within level 0, the document with more weight on the relevant levels ranks first, not the one
+    # surest to be irrelevant.
+    sure_irrelevant, maybe_relevant = torch.tensor([[6.0, 0, 0]]), torch.tensor([[2.0, 1.0, 1.5]])
+    assert objectives.argmax_score(maybe_relevant) > objectives.argmax_score(sure_irrelevant)
+    assert ((objectives.argmax_score(torch.randn(200, 5) * 4) % 1) < 0.8).all()  # never reaches the next level
 
 
 def test_a_grade_outside_the_mapping_names_the_qrels_file():
