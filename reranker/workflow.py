@@ -85,6 +85,12 @@ def ranking_label(ranking: str) -> str:
     return "by argmax" if ranking == "argmax" else "by the relevant logit"
 
 
+# How a configured precision reads in a caption: the setting, not the machine, so that a caption
+# reads the same wherever the table is rebuilt.
+PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
+                   "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+
+
 class Experiment:
     """One resolved configuration, as the DAG sees it: targets, checkpoints, rows and captions."""
 
@@ -290,13 +296,17 @@ class Experiment:
         first = FIRST_STAGES[section["first_stage"]].label
         training = training_config(self.config, radboud_checkpoint(next(iter(section["variants"])), 1, section["folds"][0]))
         grid = "; ".join(self.radboud_point_label(p) for p in self.radboud_points)
+        trained, scored = PRECISION_WORDS[training["precision"]], PRECISION_WORDS[section["precision"]]
+        arithmetic = f"{trained}, training and scoring" if trained == scored else f"{trained} training, {scored} scoring"
+        threads = f"{section['threads']} CPU thread{'s' if section['threads'] != 1 else ''}"
         return (f"{section['tables'][table]}. {section['collection']}, {first} top {section['candidates']} reranked "
                 f"(the rest kept in order), one classifier per fold trained on that fold's training queries "
                 f"({len(section['folds'])} fold{'s' if len(section['folds']) != 1 else ''}, test queries pooled); model: {base} "
                 f"(max length {training['max_length']}, batch {training['batch_size']}, "
                 f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
-                f"grid: {grid}. nDCG gains are ir_datasets' grades with -1 as 0.")
+                f"grid: {grid}. Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
+                f"nDCG gains are ir_datasets' grades with -1 as 0.")
 
     # The NTNU thesis' tables ------------------------------------------------------------------
     @property
