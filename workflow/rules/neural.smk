@@ -51,6 +51,7 @@ rule train:
 
 SCORE_PARTS = CFG["score"]["parts"]
 SCORE_OUT = P("scores_part", first_stage=FIRST, k=K) if SCORE_PARTS > 1 else P("scores", first_stage=FIRST, k=K)
+SCORE_LOG = "{collection}.{checkpoint}.{unit}" if SCORE_PARTS == 1 else "{collection}.{checkpoint}.{unit}.part{part}"
 
 
 rule score:
@@ -65,9 +66,9 @@ rule score:
         qrels=P("qrels"),
     output:
         scores=SCORE_OUT,
-        meta=SCORE_OUT + ".meta.json",
+        meta=f"{SCORE_OUT}.meta.json",
     log:
-        P("log", stage="score", name="{collection}.{checkpoint}.{unit}" + ("" if SCORE_PARTS == 1 else ".part{part}")),
+        P("log", stage="score", name=SCORE_LOG),
     conda:
         ENV
     threads: THREADS
