@@ -540,29 +540,25 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     if not metas:
         raise GatherError("gather: no parts given")
     count = len(metas)
-    order = {}
+    order: dict[int, tuple[str | os.PathLike, dict[str, Any]]] = {}  # I -> (path, meta)
     for path, meta in zip(parts, metas):
         index, n = parse_part(meta.get("part", "1/1"))
         if n != count:
             raise GatherError(f"gather: {path} is part {index}/{n}, but {count} parts were given")
         if index in order:
-            raise GatherError(f"gather: {path} and {order[index]} are both part {index}/{n}")
-        order[index] = path
+            raise GatherError(f"gather: {path} and {order[index][0]} are both part {index}/{n}")
+        order[index] = (path, meta)
     same = ("fingerprint", "kind", "dtype", "max_length", "candidates", "shard_size", "plan_shards", "plan_pairs")
     for key in same:
         values = {json.dumps(meta.get(key)) for meta in metas}
         if len(values) > 1:
             raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
     ordered = [order[i] for i in range(1, count + 1)]
-    by_path = dict(zip(map(str, parts), metas))
-    join_unit_scores(ordered, out)
-    first = dict(by_path[str(ordered[0])])
-    for key in ("part", "first_shard", "plan_shards", "plan_pairs"):
-        first.pop(key, None)
-    summed = {key: sum(by_path[str(p)][key] for p in ordered)
-              for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds")}
-    meta = {**first, **summed, "parts": [str(p) for p in ordered],
-            "seconds": round(sum(by_path[str(p)]["seconds"] for p in ordered), 3)}
+    join_unit_scores([path for path, _ in ordered], out)
+    first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}
+    summed = {key: sum(meta[key] for _, meta in ordered)
+              for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds", "seconds")}
+    meta = {**first, **summed, "parts": [str(path) for path, _ in ordered], "seconds": round(summed["seconds"], 3)}
     meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
     meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None
     write_json(meta_path(out), meta, indent=2, sort_keys=True)

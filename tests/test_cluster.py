@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_container import differing_tables
+from test_container import checkout_copy, differing_tables  # the copy is uid 1000's; root's jobs write there too
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -31,17 +31,6 @@ def slurm() -> dict[str, str]:
         pytest.skip(f"the local Slurm did not start: {started.stderr.strip()[-500:]}")
     conf = started.stdout.strip().rpartition("SLURM_CONF=")[2]
     return {**os.environ, "SLURM_CONF": conf}
-
-
-def checkout_copy(tmp: Path) -> Path:
-    copy = tmp / "checkout"
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
-    for name in filter(None, files):
-        source = REPO / name.decode()
-        if source.is_file():
-            (copy / name.decode()).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name.decode())
-    return copy
 
 
 def local_profile(copy: Path) -> Path:
@@ -60,10 +49,14 @@ def local_profile(copy: Path) -> Path:
 
 def snakemake(copy: Path, env: dict, *args: str, timeout: int = 4 * 3600) -> subprocess.CompletedProcess:
     """Targets go before --configfile, which takes every argument after it."""
-    return subprocess.run([shutil.which("snakemake") or "snakemake", "--workflow-profile", "workflow/profiles/quick",
-                           "--profile", str(local_profile(copy) if not (copy / ".test-slurm-profile").exists()
-                                            else copy / ".test-slurm-profile"), *args],
-                          cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(snakemake_command(copy, *args), cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def snakemake_command(copy: Path, *args: str) -> list[str]:
+    profile = copy / ".test-slurm-profile"
+    if not profile.exists():
+        local_profile(copy)
+    return [shutil.which("snakemake") or "snakemake", "--workflow-profile", "workflow/profiles/quick", "--profile", str(profile), *args]
 
 
 def test_quick_profile_through_slurm_reproduces_the_stored_tables(slurm, tmp_path, birch_data):
@@ -85,9 +78,7 @@ def test_a_cancelled_score_job_resumes_without_rescoring_finished_shards(slurm, 
     inputs = snakemake(copy, slurm, "runs/quick/work/segments/cranfield/bm25_rm3.k10.sentences.jsonl",  # the score job's inputs
                        "runs/quick/work/collections/cranfield/qrels.txt", "--configfile", "workflow/config/quick.yaml", "shards.yaml")
     assert inputs.returncode == 0, inputs.stderr[-6000:]
-    process = subprocess.Popen([shutil.which("snakemake") or "snakemake", "--workflow-profile", "workflow/profiles/quick",
-                                "--profile", str(copy / ".test-slurm-profile"), target,
-                                "--configfile", "workflow/config/quick.yaml", "shards.yaml"],
+    process = subprocess.Popen(snakemake_command(copy, target, "--configfile", "workflow/config/quick.yaml", "shards.yaml"),
                                cwd=copy, env=slurm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shards = copy / (target + ".shards")
     deadline = time.monotonic() + 1800
