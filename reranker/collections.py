@@ -17,6 +17,7 @@ with `reranker.formats.folds.read_folds`.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import sys
 import tarfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -157,6 +159,10 @@ class Collection(ABC):
             raise DocumentsUnavailableError(f"{self.id} is run-only: {self._licence_note()}")
         return self._docs()
 
+    def exclusive(self):
+        """Held while the source is read: sources that build derived files on first use need it."""
+        return nullcontext()
+
     def docs_count(self) -> int | None:
         """The number of documents, when known without reading them all."""
         return None
@@ -244,6 +250,15 @@ class IrDatasetsCollection(Collection):
 
     def docs_count(self) -> int | None:
         return None if self.run_only else self.dataset.docs_count()
+
+    def exclusive(self):
+        # ir_datasets builds docstores and extracts files on first use, with no lock of its own, and
+        # subsets share them (beir/scifact/train and /test: one docs.pklz4). Two jobs building at
+        # once corrupt it or, silently, store every document twice. One lock per top-level dataset.
+        import ir_datasets
+
+        family = self.dataset_id.split("/")[0]
+        return _file_lock(Path(ir_datasets.util.home_path()) / ".locks" / f"{family}.lock")
 
     @property
     def _topics_field(self) -> str:
@@ -387,6 +402,18 @@ def load_collection(collection_id: str, config: Mapping | None = None) -> Collec
 # Statistics and export
 
 
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (flock: released if the holder dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _docs_with_progress(collection: Collection) -> Iterator[Doc]:
     return tqdm(collection.docs_iter(), desc=f"{collection.id} docs", unit="doc",
                 total=collection.docs_count(), file=sys.stderr, mininterval=1.0)
@@ -424,12 +451,13 @@ def collection_stats(collection: Collection) -> dict[str, Any]:
     Run-only collections have no document statistics.
     """
     collection.check_files()
-    stats = _query_stats(collection)
-    if not collection.run_only:
-        doc_stats = _DocStats()
-        for doc in _docs_with_progress(collection):
-            doc_stats.add(doc)
-        stats.update(doc_stats.as_dict())
+    with collection.exclusive():
+        stats = _query_stats(collection)
+        if not collection.run_only:
+            doc_stats = _DocStats()
+            for doc in _docs_with_progress(collection):
+                doc_stats.add(doc)
+            stats.update(doc_stats.as_dict())
     return stats
 
 
@@ -442,6 +470,11 @@ def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dic
     collection.check_files()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with collection.exclusive():
+        return _export(collection, out)
+
+
+def _export(collection: Collection, out: Path) -> dict[str, Any]:
     stats = _query_stats(collection)  # reads queries and qrels: malformed files fail before the docs
     if not collection.run_only:
         doc_stats = _DocStats()
@@ -505,13 +538,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "stats":
             print(json.dumps(collection_stats(collection), indent=2))
         else:
-            own = collection.folds()
+            with collection.exclusive():
+                own = collection.folds()
+                judged = collection.judged_qids() if own is None else []
             if own is not None:
                 result = own
                 origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
             else:
                 k, seed = config["birch"]["folds"]["k"], config["birch"]["folds"]["seed"]
-                result = seeded_folds(collection.judged_qids(), k, seed)
+                result = seeded_folds(judged, k, seed)
                 origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
             write_folds(result, args.out)
             sizes = ", ".join(str(len(qids)) for qids in result.values())

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -271,3 +275,24 @@ def test_cli(config, tmp_path, capsys):
 
     assert main(["stats", "--collection", "nope"]) == 1
     assert "known collections: " in capsys.readouterr().err
+
+
+def test_concurrent_exports_share_one_docstore(tmp_path):
+    """beir/scifact/train and /test share one ir_datasets docstore, built on first use. Exported at
+    once from a bare mirror copy (as two Snakemake jobs do), each must see every document once."""
+    mirror = os.environ.get("IR_DATASETS_MIRROR")
+    if not mirror or not (Path(mirror) / "beir" / "scifact").exists():
+        pytest.skip("no IR_DATASETS_MIRROR with beir/scifact")
+    home = tmp_path / "ir_datasets"
+    (home / "beir").mkdir(parents=True)
+    shutil.copytree(Path(mirror) / "beir" / "scifact", home / "beir" / "scifact",
+                    ignore=lambda d, names: [n for n in names if not n.endswith(".zip")])
+    env = {**os.environ, "IR_DATASETS_HOME": str(home)}
+    jobs = {split: subprocess.Popen([sys.executable, "-m", "reranker", "collections", "export",
+                                     "--collection", f"beir/scifact/{split}", "--out", str(tmp_path / split)],
+                                    env=env, stderr=subprocess.PIPE, text=True)
+            for split in ("train", "test")}
+    for split, job in jobs.items():
+        assert job.wait() == 0, job.stderr.read()
+        lines = (tmp_path / split / "docs.jsonl").read_text().splitlines()
+        assert len(lines) == len({json.loads(line)["id"] for line in lines}) == 5183, split

@@ -70,6 +70,9 @@ def test_docs_round_trip(tmp_path):
     assert read_docs(tmp_path / "docs.jsonl", {"d1"}) == {"d1": ("Title", "Text é")}
     with pytest.raises(FormatError, match=r"1 documents of the run are not in the docs file"):
         read_docs(tmp_path / "docs.jsonl", {"d3"})
+    with pytest.raises(ValueError, match="document 'd1' comes twice"):
+        write_docs(docs + [Doc("d1", "Again", "")], tmp_path / "twice.jsonl")
+    assert not (tmp_path / "twice.jsonl").exists() and not list(tmp_path.glob("twice*"))
 
 
 def test_folds_round_trip(tmp_path):

@@ -29,8 +29,15 @@ def strip_markup(text: str) -> str:
 
 
 def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> None:
+    """Refuses a document id seen before: a source that yields one twice is corrupt (a docstore
+    built by two processes at once), and nothing is written."""
+    seen: set[str] = set()
     with atomic_write(path) as f:
         for doc in docs:
+            if doc.doc_id in seen:
+                raise ValueError(f"{path}: document {doc.doc_id!r} comes twice from the source; its cache may "
+                                 f"be corrupt (rebuild it: delete the derived files beside the source)")
+            seen.add(doc.doc_id)
             f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
 
 
