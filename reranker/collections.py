@@ -539,8 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(collection_stats(collection), indent=2))
         else:
             with collection.exclusive():
-                own = collection.folds()
-                judged = collection.judged_qids() if own is None else []
+                own, judged = collection.folds(), collection.judged_qids()
             if own is not None:
                 result = own
                 origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
