@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from reranker.formats.errors import report
+
 STAGES = {
     "collections": "export a collection's docs, topics and qrels; dataset statistics",
     "index": "build a Lucene index with pyserini",
@@ -40,7 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"reranker.{stage}")
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except Exception as err:  # an input error becomes one line and exit 2; a bug keeps its traceback
+        return report(stage, err)
 
 
 if __name__ == "__main__":

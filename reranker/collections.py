@@ -36,15 +36,15 @@ from reranker.cli import add_config
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config, merge
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import Doc, strip_markup, write_docs
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError, report
 from reranker.formats.folds import Folds, load_folds, seeded_folds, write_folds
 from reranker.formats.ids import qid_order
-from reranker.formats.qrels import Qrels, read_qrels, write_qrels
+from reranker.formats.qrels import Qrels, parse_qrels, read_qrels, write_qrels
 from reranker.formats.text import open_text
 from reranker.formats.topics import read_trec_topics, write_topics_tsv
 
 
-class DocumentsUnavailableError(RuntimeError):
+class DocumentsUnavailableError(InputError, RuntimeError):
     """The documents of a collection cannot be read here (licensed, not provided)."""
 
 
@@ -114,13 +114,24 @@ def _joined(fields: dict[str, list[str]]) -> dict[str, str]:
 def read_smart_qrels(lines: Iterable[str], source: str) -> Qrels:
     """SMART relevance files: `qid docid ...` per line, every pair relevant (grade 1)."""
     qrels: Qrels = {}
+    first_line: dict[tuple[str, str], int] = {}
     for line_no, line in enumerate(lines, start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
             raise FormatError(source, line_no, f"a SMART qrels line starts with two numeric ids `qid docid`, found {line.strip()!r}")
-        qrels.setdefault(_normalise_id(fields[0]), {})[_normalise_id(fields[1])] = 1
+        qid, doc_id = _normalise_id(fields[0]), _normalise_id(fields[1])
+        if doc_id == "0":  # SMART numbers documents from 1; TREC's second field is the iteration, 0
+            raise FormatError(source, line_no, f"document 0 does not exist in SMART numbering; {line.strip()!r} looks like "
+                                               "TREC layout (qid 0 docid grade): set `qrels_format: trec` for the collection")
+        if doc_id in qrels.get(qid, {}):
+            raise FormatError(source, line_no, f"query {qid} judges document {doc_id} twice "
+                                               f"(first on line {first_line[qid, doc_id]}): keep one")
+        qrels.setdefault(qid, {})[doc_id] = 1
+        first_line[qid, doc_id] = line_no
+    if not qrels:
+        raise FormatError(source, None, "no judgments: a SMART qrels file has `qid docid` lines")
     return qrels
 
 
@@ -311,6 +322,9 @@ class IrDatasetsCollection(Collection):
             return read_qrels(self._require("qrels"))
         qrels: Qrels = {}
         for qrel in self.dataset.qrels_iter():
+            if qrel.doc_id in qrels.get(qrel.query_id, {}):
+                raise FormatError(f"ir_datasets {self.dataset_id}", None, f"query {qrel.query_id} judges document "
+                                  f"{qrel.doc_id} twice: its qrels cache may be corrupt (delete the derived files)")
             qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
         return qrels
 
@@ -378,6 +392,8 @@ class SmartCollection(Collection):
 
     def _read_qrels(self) -> Qrels:
         source, lines = self._lines("qrels")
+        if self.entry.get("qrels_format") == "trec":
+            return parse_qrels(((n, line.split()) for n, line in enumerate(lines, start=1) if line.split()), source)
         return read_smart_qrels(lines, source)
 
 
@@ -477,14 +493,21 @@ def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dic
 def _export(collection: Collection, out: Path) -> dict[str, Any]:
     stats = _query_stats(collection)  # reads queries and qrels: malformed files fail before the docs
     if not collection.run_only:
-        doc_stats = _DocStats()
+        doc_stats, doc_ids = _DocStats(), set()
 
         def counted() -> Iterator[Doc]:
             for doc in _docs_with_progress(collection):
                 doc_stats.add(doc)
+                doc_ids.add(doc.doc_id)
                 yield doc
 
         write_docs(counted(), out / "docs.jsonl")
+        absent = qid_order({doc for judged in collection.qrels().values() for doc in judged} - doc_ids)
+        if absent:  # judgments on documents nobody can retrieve: recall and AP would be quietly lower
+            (out / "docs.jsonl").unlink()
+            raise FormatError(collection.entry.get("qrels") or f"the qrels of {collection.id}", None,
+                              f"{len(absent)} judged documents are not in the collection (e.g. {', '.join(absent[:5])}): "
+                              "check that the qrels belong to these documents (and their layout: qrels_format)")
         stats.update(doc_stats.as_dict())
     write_topics_tsv(collection.queries(), out / "topics.tsv")
     write_qrels(collection.qrels(), out / "qrels.txt")
@@ -550,7 +573,6 @@ def main(argv: list[str] | None = None) -> int:
             write_folds(result, args.out)
             sizes = ", ".join(str(len(qids)) for qids in result.values())
             print(f"wrote {origin} to {args.out}: test sizes {sizes}", file=sys.stderr)
-    except (ConfigError, FormatError, FileNotFoundError, DocumentsUnavailableError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("collections", error)
     return 0

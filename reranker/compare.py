@@ -20,6 +20,7 @@ from pathlib import Path
 
 from reranker.config import ConfigError, load_config
 from reranker.formats.atomic import write_text
+from reranker.formats.errors import report as report_error
 from reranker.registry import FIRST_STAGES
 from reranker.workflow import PUBLISHED
 
@@ -145,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as err:
-        print(f"compare: {err}", file=sys.stderr)
-        return 2
+        return report_error("compare", err)
     run_dir, reference = Path(config["run_dir"]), Path(config["reference"])
     if not (run_dir / "numbers").is_dir():
         print(f"compare: {run_dir}/numbers does not exist; run the workflow first", file=sys.stderr)

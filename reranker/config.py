@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from reranker.formats.errors import InputError
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "workflow" / "config"
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -28,8 +30,8 @@ DEFAULT_EXPERIMENT = CONFIG_DIR / "config.yaml"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(InputError):
+    """A config value, key or id that the schema or the registries reject."""
 
 
 def expand_vars(value: Any) -> Any:
@@ -324,7 +326,12 @@ def checkpoint_config(config: Mapping, name: str) -> dict:
     """The registry entry of a checkpoint; an unknown name lists the known ones."""
     known = config.get("checkpoints", {})
     if name not in known:
-        raise ConfigError(f"unknown checkpoint {name!r}; known checkpoints: {', '.join(sorted(known))}")
+        # The experiments generate many (radboud-*, ntnu-*): name the registered ones, count the rest.
+        registered = sorted(n for n in known if not n.startswith(("radboud-", "ntnu-")))
+        generated = len(known) - len(registered)
+        raise ConfigError(f"unknown checkpoint {name!r}; known checkpoints: {', '.join(registered)}"
+                          + (f" and {generated} generated ones (radboud-*, ntnu-*)" if generated else "")
+                          + " (register one in workflow/config/checkpoints.yaml)")
     return {**known[name], "name": name}
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from collections.abc import Sequence
 
 import ir_measures
 
 from reranker.cli import add_config, add_files
+from reranker.formats.errors import InputError, report
 from reranker.formats.evaluations import Evaluation, write_evaluation
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -27,7 +27,7 @@ def parse_measures(names: Sequence[str]) -> list:
         try:
             parsed.append(ir_measures.parse_measure(name))
         except (ValueError, NameError, SyntaxError) as err:
-            raise ValueError(f"unknown measure {name!r} (ir_measures syntax, e.g. AP@1000, P@20, nDCG@20, RR@10, R@100)") from err
+            raise InputError(f"unknown measure {name!r} (ir_measures syntax, e.g. AP@1000, P@20, nDCG@20, RR@10, R@100)") from err
     return parsed
 
 
@@ -61,17 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collection", help="a collection id whose entry adds measures (e.g. RR@10)")
     parser.add_argument("--out", help="write aggregate and per-query values as JSON")
     args = parser.parse_args(argv)
-    from reranker.config import ConfigError, collection_config, load_config
+    from reranker.config import collection_config, load_config
 
     try:
         config = load_config(args.config)
         extra = collection_config(config, args.collection)["measures"] if args.collection else []
-    except ConfigError as err:
-        print(f"evaluate: {err}", file=sys.stderr)
-        return 2
-    result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
-    if args.out:
-        write_evaluation(result, args.out)
+        result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
+        if args.out:
+            write_evaluation(result, args.out)
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("evaluate", err)
     width = max(map(len, result.measures))
     for name in result.measures:
         print(f"{name:<{width}}  {result.aggregate[name]:.4f}")

@@ -46,6 +46,7 @@ from tqdm import tqdm
 from reranker.cli import add_config, add_files
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config
 from reranker.formats.atomic import write_json
+from reranker.formats.errors import InputError, report
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -77,7 +78,7 @@ def split_at_k(ranking: Mapping[str, float], scored: Mapping[str, object], qid: 
     order = [doc_id for doc_id, _ in sorted_docs(ranking)]
     missing = [doc_id for doc_id in scored if doc_id not in ranking]
     if missing:
-        raise ValueError(f"query {qid}: {len(missing)} documents with unit scores are not in the first-stage run "
+        raise InputError(f"query {qid}: {len(missing)} documents with unit scores are not in the first-stage run "
                          f"(e.g. {missing[0]}); were the scores made from another run?")
     k = max((i + 1 for i, doc_id in enumerate(order) if doc_id in scored), default=0)
     return order[:k], order[k:]
@@ -93,13 +94,13 @@ def normalise(values: np.ndarray, method: str) -> np.ndarray:
     if method == "zscore":
         sd = values.std()
         return (values - values.mean()) / sd if sd > 0 else np.zeros_like(values)
-    raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, not {method!r}")
+    raise InputError(f"normalise must be one of {', '.join(NORMALISATIONS)}, not {method!r}")
 
 
 def top_unit_features(units: Sequence[np.ndarray], top_n: int, short_docs: str) -> np.ndarray:
     """The `top_n` highest unit scores of each document, missing ones filled as `short_docs` says."""
     if short_docs not in SHORT_DOCS:
-        raise ValueError(f"short_docs must be one of {', '.join(SHORT_DOCS)}, not {short_docs!r}")
+        raise InputError(f"short_docs must be one of {', '.join(SHORT_DOCS)}, not {short_docs!r}")
     out = np.zeros((len(units), top_n))
     for row, scores in enumerate(units):
         best = np.sort(scores)[::-1][:top_n]
@@ -113,10 +114,10 @@ def birch_candidates(run: Run, unit_scores: UnitScores, top_n: int, normalise_sc
                      short_docs: str = "birch") -> dict[str, Candidates]:
     """Features [S_doc, S_1..S_n] of every query's top-K documents."""
     if top_n not in TOP_N:
-        raise ValueError(f"top_n must be one of {TOP_N}, not {top_n}")
+        raise InputError(f"top_n must be one of {TOP_N}, not {top_n}")
     extra = sorted(set(unit_scores) - set(run))
     if extra:
-        raise ValueError(f"{len(extra)} queries have unit scores but no first-stage ranking (e.g. {extra[0]})")
+        raise InputError(f"{len(extra)} queries have unit scores but no first-stage ranking (e.g. {extra[0]})")
     candidates = {}
     for qid, ranking in run.items():
         scored = unit_scores.get(qid, {})
@@ -137,7 +138,7 @@ def birch_candidates(run: Run, unit_scores: UnitScores, top_n: int, normalise_sc
 def parameter_grid(top_n: int, alpha_step: float = 0.1, weight_step: float = 0.1) -> np.ndarray:
     """Rows (a, w2, w3) for nS fusion; weights beyond n are 0. Order: a, then w2, then w3 ascending."""
     if top_n not in TOP_N:
-        raise ValueError(f"top_n must be one of {TOP_N}, not {top_n}")
+        raise InputError(f"top_n must be one of {TOP_N}, not {top_n}")
     alphas, weights = _steps(alpha_step, "alpha_step"), _steps(weight_step, "weight_step")
     axes = [alphas] + [weights if i <= top_n else np.zeros(1) for i in (2, 3)]
     mesh = np.meshgrid(*axes, indexing="ij")
@@ -147,7 +148,7 @@ def parameter_grid(top_n: int, alpha_step: float = 0.1, weight_step: float = 0.1
 def _steps(step: float, name: str) -> np.ndarray:
     count = round(1 / step) if step > 0 else 0
     if count < 1 or not math.isclose(count * step, 1.0, rel_tol=1e-9):
-        raise ValueError(f"{name} must divide 1 into whole steps (0.1, 0.05, 0.25, ...), not {step}")
+        raise InputError(f"{name} must divide 1 into whole steps (0.1, 0.05, 0.25, ...), not {step}")
     return np.arange(count + 1) / count  # exact decimals: 3/10 is 0.3, unlike 3 * 0.1
 
 
@@ -283,9 +284,18 @@ def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Cand
     chosen per fold.
     """
     params = parameter_grid(top_n, alpha_step, weight_step)
-    evaluated = [qid for qid in qid_order({q for qids in folds.values() for q in qids}) if qid in run and qid in qrels]
+    in_folds = {q for qids in folds.values() for q in qids}
+    evaluated = [qid for qid in qid_order(in_folds) if qid in run and qid in qrels]
     if not evaluated:
-        raise ValueError("no fold query is both in the run and in the qrels")
+        raise InputError("no fold query is both in the run and in the qrels")
+    uncovered = qid_order({q for q in run if q in qrels} - in_folds)
+    if uncovered:  # they would leave the fused run and its evaluation, quietly
+        raise InputError(f"{len(uncovered)} judged queries of the run are in no fold (e.g. {', '.join(uncovered[:5])}): "
+                         "the folds must cover every query that is evaluated")
+    unknown = qid_order(in_folds - run.keys() - qrels.keys())
+    if unknown:
+        raise InputError(f"{len(unknown)} fold queries are neither in the run nor in the qrels (e.g. "
+                         f"{', '.join(unknown[:5])}): are the folds for this collection?")
     matrices = {name: grid_ap_matrix(candidates, qrels, evaluated, params, top_n, relevant_min_grade, cutoff, max_cells,
                                      show_progress) for name, candidates in candidate_sets.items()}
     row = {qid: i for i, qid in enumerate(evaluated)}
@@ -296,7 +306,7 @@ def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Cand
         train_rows = [row[q] for q in evaluated if q not in test]
         test_rows = [row[q] for q in evaluated if q in test]
         if not train_rows:
-            raise ValueError(f"fold {fold!r}: no training query (other folds) is both in the run and in the qrels")
+            raise InputError(f"fold {fold!r}: no training query (other folds) is both in the run and in the qrels")
         best_of = {name: best_grid_point(matrix[train_rows].mean(axis=0), params) for name, matrix in matrices.items()}
         train_ap = {name: float(matrices[name][train_rows, best].mean()) for name, best in best_of.items()}
         name = next(n for n in candidate_sets if train_ap[n] >= max(train_ap.values()) - TIE_TOLERANCE)
@@ -323,12 +333,12 @@ def aggregate(run: Run, unit_scores: UnitScores, method: str, candidates: int | 
     scoring at the largest R serves every smaller one).
     """
     if method not in AGGREGATORS:
-        raise ValueError(f"method must be one of {', '.join(AGGREGATORS)}, not {method!r}")
+        raise InputError(f"method must be one of {', '.join(AGGREGATORS)}, not {method!r}")
     if candidates is not None and candidates < 1:
-        raise ValueError(f"candidates must be positive, not {candidates}")
+        raise InputError(f"candidates must be positive, not {candidates}")
     extra = sorted(set(unit_scores) - set(run))
     if extra:
-        raise ValueError(f"{len(extra)} queries have unit scores but no first-stage ranking (e.g. {extra[0]})")
+        raise InputError(f"{len(extra)} queries have unit scores but no first-stage ranking (e.g. {extra[0]})")
     fused: Run = {}
     for qid, ranking in run.items():
         scored = unit_scores.get(qid, {})
@@ -371,8 +381,7 @@ def run_birch(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
     except ConfigError as err:
-        print(f"fuse: {err}", file=sys.stderr)
-        return 2
+        return report("fuse", err)
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
@@ -432,4 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     agg.set_defaults(handler=run_aggregate)
 
     args = parser.parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("fuse", err)

@@ -12,12 +12,14 @@ from typing import Any
 
 import torch
 
+from reranker.formats.errors import InputError
+
 PRECISIONS = ("exact", "fast")
 CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
-class PrecisionNotApplicable(RuntimeError):
-    pass
+class PrecisionNotApplicable(InputError, RuntimeError):
+    """A precision the hardware cannot run (e.g. bf16 on a CPU without it)."""
 
 
 def cpu_info() -> dict[str, Any]:
@@ -49,7 +51,7 @@ def compute_dtype(precision: str, device: torch.device) -> torch.dtype:
     if precision == "exact":
         return torch.float32
     if precision != "fast":
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if not has_fast_half(device):
@@ -66,5 +68,5 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision == "auto":
         return "fast" if has_fast_half(device) else "exact"
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
+        raise InputError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
     return precision

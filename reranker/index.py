@@ -25,7 +25,7 @@ from tqdm import tqdm
 from reranker.cli import add_config
 from reranker.formats.atomic import atomic_dir
 from reranker.formats.docs import iter_docs
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.text import file_sha256
 from reranker.java import anserini_jar, autoclass, start_jvm
 
@@ -142,7 +142,7 @@ def build_index(docs_jsonl: str | os.PathLike, index_dir: str | os.PathLike, thr
         stats = index_stats(tmp_index)
         expected = counts["docs"] - counts["empty"]
         if stats["documents"] != expected or counters["errors"] or counters["unindexable"]:
-            raise RuntimeError(f"{docs_jsonl}: {counts['docs']} documents ({counts['empty']} empty) but the index in {tmp_index} "
+            raise InputError(f"{docs_jsonl}: {counts['docs']} documents ({counts['empty']} empty) but the index in {tmp_index} "
                                f"holds {stats['documents']} (Anserini counters: {counters})")
         if counts["empty"]:
             log.warning("%s: %d documents have no text; Lucene does not index them", docs_jsonl, counts["empty"])

@@ -31,14 +31,15 @@ from typing import Any
 import torch
 
 from reranker import registry
+from reranker.formats.errors import InputError
 
 META_FILE = "reranker.json"
 HEADS = tuple(registry.HEADS)
 POOLING_HEADS = {"cls": "sequence_classification", "mean": "mean_pooling"}  # sentence-transformers pooling -> head
 
 
-class CheckpointError(RuntimeError):
-    pass
+class CheckpointError(InputError, RuntimeError):
+    """A checkpoint that is missing, partial or not what its config says."""
 
 
 @dataclass

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from reranker import registry
+from reranker.formats.errors import InputError
 
 OBJECTIVES = tuple(registry.OBJECTIVES)
 
@@ -47,11 +48,11 @@ class Objective:
 
     def __post_init__(self) -> None:
         if self.name not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.name!r}")
+            raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.name!r}")
         if self.name == "regression" and self.grade_values is None:
-            raise ValueError("the regression objective needs grade_values (one value per grade level)")
+            raise InputError("the regression objective needs grade_values (one value per grade level)")
         if self.class_weights is not None and len(self.class_weights) != self.levels:
-            raise ValueError(f"class_weights has {len(self.class_weights)} values for {self.levels} grade levels")
+            raise InputError(f"class_weights has {len(self.class_weights)} values for {self.levels} grade levels")
 
     @property
     def outputs(self) -> int:

@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from reranker.formats.errors import InputError
+
 NSP_PAIRS = ("random_sentence", "all_sentences", "title_half", "title_all")
 SPAN = 3  # tokens per masked run with consecutive masking
 IGNORE = -100  # labels of unmasked tokens (PyTorch's cross-entropy ignore_index)
@@ -91,11 +93,11 @@ class SentencePair(NamedTuple):
 def nsp_pairs(documents: Mapping[str, tuple[str, str]], construction: str, seed: int) -> list[SentencePair]:
     """Next-sentence pairs of `documents` ({doc_id: (title, text)}), in document order, seeded."""
     if construction not in NSP_PAIRS:
-        raise ValueError(f"nsp_pairs must be one of {', '.join(NSP_PAIRS)}, not {construction!r}")
+        raise InputError(f"nsp_pairs must be one of {', '.join(NSP_PAIRS)}, not {construction!r}")
     split = {doc_id: sentences(text) for doc_id, (_, text) in documents.items()}
     ids = [doc_id for doc_id in documents if split[doc_id]]
     if len(ids) < 2:
-        raise ValueError("next-sentence pairs need at least two documents with sentences")
+        raise InputError("next-sentence pairs need at least two documents with sentences")
     rng = random.Random(f"{seed}/nsp/{construction}")
 
     def other_sentence(doc_id: str) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from reranker.formats.errors import InputError
 from reranker.formats.text import file_sha256
 
 MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
 
 
-class TableError(ValueError):
+class TableError(InputError):
     """A bad argument or input file; main prints it prefixed `tables:` and exits 2 before writing anything."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from reranker.cli import add_config
+from reranker.formats.errors import InputError, report
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.runs import Run, write_run
@@ -46,11 +47,11 @@ class RetrievalParams:
 
     def __post_init__(self) -> None:
         if self.model not in FIRST_STAGES:
-            raise ValueError(f"unknown retrieval model {self.model!r}; known: {', '.join(FIRST_STAGES)}")
+            raise InputError(f"unknown retrieval model {self.model!r}; known: {', '.join(FIRST_STAGES)}")
         if self.k1 < 0 or not 0 <= self.b <= 1 or not 0 <= self.original_query_weight <= 1:
-            raise ValueError(f"need k1 >= 0, 0 <= b <= 1 and 0 <= original_query_weight <= 1: {self}")
+            raise InputError(f"need k1 >= 0, 0 <= b <= 1 and 0 <= original_query_weight <= 1: {self}")
         if self.fb_terms < 1 or self.fb_docs < 1:
-            raise ValueError(f"need fb_terms >= 1 and fb_docs >= 1: {self}")
+            raise InputError(f"need fb_terms >= 1 and fb_docs >= 1: {self}")
 
     @classmethod
     def from_mapping(cls, model: str, values: Mapping[str, Any]) -> RetrievalParams:
@@ -58,7 +59,7 @@ class RetrievalParams:
         known = {f.name for f in dataclasses.fields(cls)} - {"model"}
         unknown = set(values) - known
         if unknown:
-            raise ValueError(f"unknown retrieval parameters {sorted(unknown)}; known: {sorted(known)}")
+            raise InputError(f"unknown retrieval parameters {sorted(unknown)}; known: {sorted(known)}")
         return cls(model=model).replace(**values)
 
     def replace(self, **changes: Any) -> RetrievalParams:
@@ -140,12 +141,12 @@ def retrieve_per_fold(index_dir: str | os.PathLike, topics: Mapping[str, str], d
     """
     unknown = set(fold_params) - set(folds)
     if unknown:
-        raise ValueError(f"parameters given for folds {sorted(unknown)}, which the folds ({sorted(folds)}) do not have")
+        raise InputError(f"parameters given for folds {sorted(unknown)}, which the folds ({sorted(folds)}) do not have")
     fold_of: dict[str, str] = {}
     for fold, qids in folds.items():
         for qid in qids:
             if qid in fold_of:
-                raise ValueError(f"query {qid} is a test query of both fold {fold_of[qid]} and fold {fold}")
+                raise InputError(f"query {qid} is a test query of both fold {fold_of[qid]} and fold {fold}")
             fold_of[qid] = fold
     groups: dict[RetrievalParams, dict[str, str]] = {}
     for qid, text in topics.items():
@@ -170,7 +171,7 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
 
     retrieval = config["retrieval"]
     if model not in retrieval["models"]:
-        raise ValueError(f"no parameters for first stage {model!r} in retrieval.models (known: {', '.join(retrieval['models'])})")
+        raise InputError(f"no parameters for first stage {model!r} in retrieval.models (known: {', '.join(retrieval['models'])})")
     values = dict(retrieval["models"][model])
     if collection is not None:
         values = merge(values, retrieval["overrides"].get(collection, {}).get(model, {}))
@@ -191,14 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="search threads")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from reranker.config import ConfigError, load_config
+    from reranker.config import load_config
 
     try:
         config = load_config(args.config)
         default, fold_params = params_from_config(config, args.model, args.collection)
-    except (ConfigError, ValueError) as err:
-        print(f"retrieve: {err}", file=sys.stderr)
-        return 2
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("retrieve", err)
     depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], args.threads
     if threads < 1:
         parser.error("--threads must be at least 1")

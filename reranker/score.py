@@ -58,7 +58,7 @@ from tqdm import tqdm
 from reranker.batching import length_batches, pad_batch, tokenize_pairs
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError, report
 from reranker.formats.folds import fold_test_queries
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
@@ -66,8 +66,8 @@ from reranker.formats.segments import Segments, read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
-from reranker.hardware import PrecisionNotApplicable, compute_dtype, cpu_threads, resolve_precision
-from reranker.models import CheckpointError, Classifier, load_classifier, mean_pool, pick_device, resolve_source
+from reranker.hardware import compute_dtype, cpu_threads, resolve_precision
+from reranker.models import Classifier, load_classifier, mean_pool, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
 
@@ -94,7 +94,7 @@ def make_pairs(run: Run, topics: Mapping[str, str], segments: Segments,
     pairs: list[UnitPair] = []
     for qid, doc_ids in top_k_docs(run, candidates).items():
         if qid not in topics:
-            raise ValueError(f"query {qid} of the run has no text in the topics file")
+            raise InputError(f"query {qid} of the run has no text in the topics file")
         for rank, doc_id in enumerate(doc_ids, start=1):
             if doc_id not in segments:
                 raise FormatError(segments_path, None,
@@ -213,12 +213,12 @@ class Scorer:
                  device: str = "auto", batch_size: int = 64, max_length: int | None = None,
                  threads: int | None = None, batch_tokens: int | None = None):
         if kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+            raise InputError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if (kind == "cosine") != (classifier.head == "bi_encoder"):
-            raise ValueError(f"kind {kind!r} does not fit head {classifier.head!r}: bi-encoders score by cosine, "
+            raise InputError(f"kind {kind!r} does not fit head {classifier.head!r}: bi-encoders score by cosine, "
                              "classifiers by logit or log_prob")
         if batch_size < 1 or (batch_tokens is not None and batch_tokens < 1):
-            raise ValueError("batch size and batch tokens must be positive")
+            raise InputError("batch size and batch tokens must be positive")
         self.classifier = classifier
         self.batch_tokens = batch_tokens
         self.kind = kind
@@ -390,7 +390,7 @@ def plan_shards(pairs: Sequence[UnitPair], shard_size: int) -> list[tuple[int, i
     keeps each repeated (query, unit) text inside one shard, so shards never depend on each other.
     """
     if shard_size < 1:
-        raise ValueError("shard size must be positive")
+        raise InputError("shard size must be positive")
     bounds: list[tuple[int, int]] = []
     start = query_start = 0
     for index in range(1, len(pairs) + 1):
@@ -409,9 +409,9 @@ def parse_part(text: str) -> tuple[int, int]:
     try:
         index, count = (int(x) for x in text.split("/"))
     except ValueError:
-        raise ValueError(f"--part must be I/N, such as 2/8; found {text!r}") from None
+        raise InputError(f"--part must be I/N, such as 2/8; found {text!r}") from None
     if not 1 <= index <= count:
-        raise ValueError(f"--part {text}: I must be between 1 and N")
+        raise InputError(f"--part {text}: I must be between 1 and N")
     return index, count
 
 
@@ -601,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranking", choices=RANKINGS, help="radboud: how a document is ranked from the logits")
     parser.add_argument("--folds", help="folds JSON: score only the test queries of the checkpoint's train_fold")
     args = parser.parse_args(argv)
-    from reranker.config import ConfigError, load_config
+    from reranker.config import load_config
     from reranker.workflow import PATTERNS, Experiment
 
     try:
@@ -624,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         queries = None
         if entry.get("train_fold") is not None:
             if not args.folds:
-                raise ValueError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
+                raise InputError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
                                  "queries: give --folds to score its test queries only")
             _, queries = fold_test_queries(args.folds, entry["train_fold"])
         cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
@@ -638,9 +638,8 @@ def main(argv: list[str] | None = None) -> int:
                          qrels_path=args.qrels, head=entry.get("head") if fetched else None,
                          relevant_index=relevant_index if relevant_index is not None else
                          entry.get("relevant_index") if fetched else None, part=part)
-    except (ConfigError, CheckpointError, FormatError, FileNotFoundError, ValueError, PrecisionNotApplicable) as err:
-        print(f"score: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("score", err)
     print(f"{meta['pairs']} pairs ({meta['cache_hits']} from the cache) in {meta['seconds']:.1f}s "
           f"-> {args.out}", file=sys.stderr)
     return 0

@@ -34,7 +34,7 @@ from reranker import registry
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError, report
 from reranker.formats.runs import read_run, top_k_docs
 from reranker.formats.segments import Unit, passage_units, title_and_body, write_segments
 from reranker.formats.text import file_sha256, meta_path
@@ -85,7 +85,7 @@ def token_budget(tokenizer: Any, queries: Iterable[str], max_length: int) -> int
     longest = max(lengths, default=0)
     budget = max_length - min(longest, half) - SPECIAL_TOKENS
     if budget < MIN_BUDGET:
-        raise ValueError(f"max_length {max_length} leaves {budget} tokens for text beside a {longest}-token query; "
+        raise InputError(f"max_length {max_length} leaves {budget} tokens for text beside a {longest}-token query; "
                          f"raise --max-length")
     cut = sum(length > max_length - SPECIAL_TOKENS - budget for length in lengths)
     if cut:
@@ -154,16 +154,16 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
             passage_length: int = 150, passage_stride: int = 100, passage_title: bool = True) -> dict[str, Any]:
     """Segment the top-`candidates` documents of a run; write `out` and `<out>.meta.json`; return the meta."""
     if unit not in UNITS:
-        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+        raise InputError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     if candidates < 1 or passage_length < 1 or passage_stride < 1:
-        raise ValueError("candidates, passage length and passage stride must be positive")
+        raise InputError("candidates, passage length and passage stride must be positive")
     run = read_run(run_path)
     topics = read_topics_tsv(topics_path)
     missing_topics = sorted(set(run) - topics.keys())
     if missing_topics:
         raise FormatError(topics_path, None, f"no text for {len(missing_topics)} queries of the run, e.g. {missing_topics[:5]}")
     wanted = {doc for docs in top_k_docs(run, candidates).values() for doc in docs}
-    docs = read_docs(docs_path, wanted)
+    docs = read_docs(docs_path, wanted, require_text=True)
 
     meta: dict[str, Any] = {"unit": unit, "candidates": candidates, "documents": len(docs),
                             "inputs": {name: {"path": str(p), "sha256": file_sha256(p)} for name, p in
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiment", choices=("birch", "radboud", "ntnu"), default="birch",
                         help="whose candidates K (and passages): segment: (Birch), radboud: or ntnu:")
     args = parser.parse_args(argv)
-    from reranker.config import ConfigError, load_config
+    from reranker.config import load_config
     from reranker.workflow import Experiment
 
     try:
@@ -222,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
                        tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],
                        passage_stride=passages["stride"], passage_title=passages["title"])
-    except (ConfigError, FormatError, FileNotFoundError, ValueError) as err:
-        print(f"segment: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("segment", err)
     print(f"{meta['units']} {args.unit} from {meta['documents']} documents -> {args.out}", file=sys.stderr)
     return 0

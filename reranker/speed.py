@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError, report
 from reranker.formats.topics import read_topics_tsv
 from reranker.hardware import CPU_BF16_FLAGS, cpu_info, cpu_threads
 
@@ -54,11 +54,11 @@ def machine() -> dict[str, Any]:
 def queries_per_minute(stages: Sequence[tuple[str, str | os.PathLike]], queries: int) -> dict[str, Any]:
     """60 * queries / the summed wall seconds of the stages' jobs, with each stage's share."""
     if queries < 1:
-        raise ValueError("a pipeline needs at least one query")
+        raise InputError("a pipeline needs at least one query")
     timed = {name: read_benchmark(path) for name, path in stages}
     total = sum(stage["seconds"] for stage in timed.values())
     if total <= 0:
-        raise ValueError("the stages took no measurable time")
+        raise InputError("the stages took no measurable time")
     return {"queries": queries, "seconds": round(total, 3), "queries_per_minute": round(60 * queries / total, 2),
             "stages": {name: {**stage, "benchmark": str(path)} for (name, path), stage in zip(stages, timed.values())},
             "machine": machine()}
@@ -74,11 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stages = [tuple(spec.split(":", 1)) for spec in args.stage]
         if any(len(stage) != 2 or not stage[1] for stage in stages):
-            raise ValueError("give each --stage as NAME:BENCHMARK.tsv")
+            raise InputError("give each --stage as NAME:BENCHMARK.tsv")
         result = queries_per_minute(stages, len(read_topics_tsv(args.topics)))
-    except (FormatError, ValueError, FileNotFoundError) as err:
-        print(f"speed: {err}", file=sys.stderr)
-        return 2
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("speed", err)
     write_json(Path(args.out), result, indent=1, sort_keys=True)
     print(f"{result['queries_per_minute']:.1f} queries/min ({result['queries']} queries in {result['seconds']:.1f} s) "
           f"-> {args.out}", file=sys.stderr)

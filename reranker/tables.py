@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reranker.formats.atomic import write_json, write_text
+from reranker.formats.errors import report
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import paired_ttest
@@ -515,9 +516,8 @@ def main(argv: list[str] | None = None) -> int:
             written = run_figure(args)
         else:
             written = write_table(args)
-    except TableError as err:
-        print(f"tables: {err}", file=sys.stderr)
-        return 2
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("tables", err)
     for path in written:
         print(path)
     return 0

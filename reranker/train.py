@@ -41,7 +41,7 @@ from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.formats.atomic import atomic_dir, write_lines
 from reranker.formats.docs import iter_docs, read_docs
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError, report
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
@@ -68,24 +68,24 @@ class _Settings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be in [0, 1), not {self.validation_fraction}")
+            raise InputError(f"validation_fraction must be in [0, 1), not {self.validation_fraction}")
         if self.select not in SELECTIONS:
-            raise ValueError(f"select must be one of {', '.join(SELECTIONS)}, not {self.select!r}")
+            raise InputError(f"select must be one of {', '.join(SELECTIONS)}, not {self.select!r}")
         if self.eval_every < 1:
-            raise ValueError("eval_every must be positive")
+            raise InputError("eval_every must be positive")
         if self.trainable not in TRAINABLE:
-            raise ValueError(f"trainable must be one of {', '.join(TRAINABLE)}, not {self.trainable!r}")
+            raise InputError(f"trainable must be one of {', '.join(TRAINABLE)}, not {self.trainable!r}")
         if self.unit not in UNITS:
-            raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
+            raise InputError(f"unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
         if (self.objective == "distill") != (self.teacher is not None):
-            raise ValueError("the distill objective and a teacher go together: give both or neither")
+            raise InputError("the distill objective and a teacher go together: give both or neither")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:
-            raise ValueError(f"unknown training settings: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+            raise InputError(f"unknown training settings: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def candidate_pool(ranked: Sequence[str], relevant: set[str], enrich: str) -> li
     relevant documents replace the lowest-ranked non-relevant candidates (the pool keeps its size).
     """
     if enrich not in ENRICH:
-        raise ValueError(f"enrich must be one of {', '.join(ENRICH)}, not {enrich!r}")
+        raise InputError(f"enrich must be one of {', '.join(ENRICH)}, not {enrich!r}")
     missed = sorted(relevant - set(ranked))
     if enrich == "none" or not missed:
         return list(ranked)
@@ -223,7 +223,7 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     if source.train_qids is not None:
         unknown = source.train_qids - topics.keys()
         if unknown:
-            raise ValueError(f"{source.name}: {len(unknown)} train query ids are not in {source.topics} "
+            raise InputError(f"{source.name}: {len(unknown)} train query ids are not in {source.topics} "
                              f"(e.g. {', '.join(qid_order(unknown)[:5])})")
     held_out = validation_queries(qrels, source.train_qids, source.relevant_min_grade, config.validation_fraction,
                                   config.seed, source.name)
@@ -233,7 +233,7 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     pairs = build_pairs(qrels, run, uncapped if passages else config, source.relevant_min_grade, trained)
     validation = build_pairs(qrels, run, uncapped, source.relevant_min_grade, held_out)
     if not pairs:
-        raise ValueError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
+        raise InputError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
                          f"{source.relevant_min_grade} in {source.qrels} among the training queries)")
     qids = {pair.qid for pair in pairs}
     # The caller decides which queries are for training; make sure no other one slipped in.
@@ -241,7 +241,7 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     assert not qids & held_out
     untitled = (qids | held_out) - topics.keys()
     if untitled:
-        raise ValueError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
+        raise InputError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
     raw_docs = read_docs(source.docs, {pair.doc_id for pair in pairs + validation})
     if passages:
@@ -513,7 +513,7 @@ def objective_for(config: TrainingConfig, examples: Sequence[Examples], relevant
         values = getattr(config, setting)
         if values is not None and len(values) < levels:
             example = next(e for e in examples if max(e.record["levels"]) >= len(values))
-            raise ValueError(f"{example.record['files']['qrels']}: grade {max(example.record['levels'])} is outside "
+            raise InputError(f"{example.record['files']['qrels']}: grade {max(example.record['levels'])} is outside "
                              f"the mapping {setting} {list(values)} (levels 0..{len(values) - 1}; negative grades are 0)")
     mapped = max(len(config.grade_values or ()), len(config.class_weights or ()))
     return Objective(config.objective, max(levels, mapped), relevant_index,
@@ -598,14 +598,14 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
 
     sources = [sources] if isinstance(sources, Source) else list(sources)
     if not sources:
-        raise ValueError("train() needs at least one source")
+        raise InputError("train() needs at least one source")
     out_dir = Path(out_dir)
     device = models.pick_device(config.device)
     precision = hardware.resolve_precision(config.precision, device)
     dtype = hardware.compute_dtype(precision, device)
     started = time.perf_counter()
     if config.task != "rank" and len(sources) != 1:
-        raise ValueError(f"task {config.task} pre-trains on one collection's documents, not {len(sources)}")
+        raise InputError(f"task {config.task} pre-trains on one collection's documents, not {len(sources)}")
     with deterministic(config.seed):
         base_meta = models.read_meta(base) if Path(base).is_dir() else {}
         fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
@@ -743,7 +743,7 @@ def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike
     Stage i < n is kept in `out_dir/stage-i-<name>`; the last stage is `out_dir` itself.
     """
     if not sources:
-        raise ValueError("train_chain() needs at least one source")
+        raise InputError("train_chain() needs at least one source")
     out_dir = Path(out_dir)
     current = str(base)
     for number, source in enumerate(sources[:-1], start=1):
@@ -756,7 +756,7 @@ def _check_query_lengths(tokenizer: Any, source: Source, example: Examples, max_
     for qid in qid_order({pair.qid for pair in example.pairs}):
         length = len(tokenizer(example.topics[qid])["input_ids"]) + 1  # [CLS] q [SEP] and the final [SEP]
         if length + MIN_TEXT_TOKENS > max_length:
-            raise ValueError(f"{source.topics}: query {qid} takes {length} tokens, which leaves less than "
+            raise InputError(f"{source.topics}: query {qid} takes {length} tokens, which leaves less than "
                              f"{MIN_TEXT_TOKENS} for the text within max_length {max_length}; raise max_length")
 
 
@@ -846,13 +846,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from reranker.config import ConfigError
-
     try:
         return _main(argv)
-    except (ConfigError, FormatError, ValueError, models.CheckpointError) as err:
-        print(f"train: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
+        return report("train", err)
 
 
 def _main(argv: list[str] | None = None) -> int:

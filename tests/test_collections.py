@@ -273,7 +273,7 @@ def test_cli(config, tmp_path, capsys):
     assert len(folds) == 4
     _assert_partition(folds, load_collection("cacm", config).judged_qids())
 
-    assert main(["stats", "--collection", "nope"]) == 1
+    assert main(["stats", "--collection", "nope"]) == 2
     assert "known collections: " in capsys.readouterr().err
 
 

@@ -188,7 +188,7 @@ def test_gather_refuses_an_incomplete_or_mixed_set_of_parts(inputs, tiny_model_d
     assert sc.main(["gather", "--parts", *map(str, parts), str(other), "--out", str(out)]) == 2
     assert "disagree on" in capsys.readouterr().err
     assert not out.exists() and not meta_path(out).exists()
-    assert sc.main(cli_args(inputs, tiny_model_dir, other, tmp_path / "run3", "--part", "0/3")) == 1
+    assert sc.main(cli_args(inputs, tiny_model_dir, other, tmp_path / "run3", "--part", "0/3")) == 2
     assert "between 1 and N" in capsys.readouterr().err
 
 
@@ -242,7 +242,7 @@ def test_two_processes_share_one_cache(inputs, pairs, tiny_model_dir, tmp_path):
 
 def test_missing_checkpoint_is_a_clear_error(inputs, tmp_path, capsys):
     missing = tmp_path / "no-such-checkpoint"
-    assert sc.main(cli_args(inputs, missing, tmp_path / "out.tsv", tmp_path / "cache")) == 1
+    assert sc.main(cli_args(inputs, missing, tmp_path / "out.tsv", tmp_path / "cache")) == 2
     err = capsys.readouterr().err
     assert str(missing) in err and "not found" in err
 
@@ -253,7 +253,7 @@ def test_malformed_segments_name_the_file_and_line(inputs, tiny_model_dir, tmp_p
     broken.write_text("\n".join(lines[:4] + ['{"doc_id": "1", "text": "no unit"}'] + lines[4:]) + "\n")
     args = cli_args(inputs, tiny_model_dir, tmp_path / "out.tsv", tmp_path / "cache")
     args[args.index("--segments") + 1] = str(broken)
-    assert sc.main(args) == 1
+    assert sc.main(args) == 2
     assert f"{broken}:5" in capsys.readouterr().err
 
 

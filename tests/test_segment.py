@@ -147,7 +147,7 @@ def test_cli_writes_units_and_names_bad_lines(inputs, tiny_model_dir, tmp_path, 
     lines = inputs["docs"].read_text().splitlines()
     broken.write_text("\n".join(lines[:2] + ['{"title": "no id"}'] + lines[2:]) + "\n")
     args[1] = str(broken)
-    assert seg.main(args) == 1
+    assert seg.main(args) == 2  # an input error (tests/bad_inputs)
     assert f"{broken}:3" in capsys.readouterr().err
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from reranker.formats.atomic import atomic_write
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 
 
 class Doc(NamedTuple):
@@ -35,7 +35,7 @@ def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> None:
     with atomic_write(path) as f:
         for doc in docs:
             if doc.doc_id in seen:
-                raise ValueError(f"{path}: document {doc.doc_id!r} comes twice from the source; its cache may "
+                raise InputError(f"{path}: document {doc.doc_id!r} comes twice from the source; its cache may "
                                  f"be corrupt (rebuild it: delete the derived files beside the source)")
             seen.add(doc.doc_id)
             f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
@@ -69,9 +69,21 @@ def iter_docs(path: str | os.PathLike, progress: Callable[[int], object] | None 
                 yield line_no, parse_doc(line, path, line_no)
 
 
-def read_docs(path: str | os.PathLike, wanted: set[str]) -> dict[str, tuple[str, str]]:
-    """Read {doc_id: (title, text)} for the wanted ids; every wanted id must be there."""
-    docs = {doc.doc_id: (doc.title, doc.text) for _, doc in iter_docs(path) if doc.doc_id in wanted}
+def read_docs(path: str | os.PathLike, wanted: set[str], require_text: bool = False) -> dict[str, tuple[str, str]]:
+    """Read {doc_id: (title, text)} for the wanted ids; every wanted id must be there, and once in
+    the file. `require_text`: a wanted document with neither title nor text is an error."""
+    docs: dict[str, tuple[str, str]] = {}
+    first_line: dict[str, int] = {}
+    for line_no, doc in iter_docs(path):
+        if doc.doc_id in first_line:  # a dict would keep the later one, quietly
+            raise FormatError(path, line_no, f"document id {doc.doc_id} comes twice (first on line "
+                                             f"{first_line[doc.doc_id]}): keep one")
+        first_line[doc.doc_id] = line_no
+        if doc.doc_id in wanted:
+            if require_text and not (doc.title.strip() or doc.text.strip()):
+                raise FormatError(path, line_no, f"document {doc.doc_id} has neither title nor text: it cannot be "
+                                                 "scored; give it text or drop it from the run")
+            docs[doc.doc_id] = (doc.title, doc.text)
     missing = sorted(wanted - docs.keys())
     if missing:
         raise FormatError(path, None, f"{len(missing)} documents of the run are not in the docs file, e.g. {missing[:5]}")

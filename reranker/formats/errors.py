@@ -1,11 +1,22 @@
-"""The error every reader raises for a malformed file."""
+"""Errors a user can fix (bad files, flags, config), and how every command line reports them.
+
+`InputError` is the one base: `python -m reranker` prints its message as one line and exits 2,
+with no traceback. Anything else that escapes a stage is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+
+USAGE_ERROR = 2  # argparse's exit code: the same for a bad flag and a bad file
 
 
-class FormatError(ValueError):
+class InputError(ValueError):
+    """Bad input (a file, a flag, a config value) that the user can fix; the message says how."""
+
+
+class FormatError(InputError):
     """A file that does not follow its format; the message names the file and line."""
 
     def __init__(self, path: str | os.PathLike, line_no: int | None, message: str):
@@ -13,3 +24,30 @@ class FormatError(ValueError):
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.line_no = line_no
+
+
+def input_error_line(err: BaseException) -> str | None:
+    """The one line to print for an input error, or None when `err` is a bug.
+
+    Missing, unreadable or unwritable paths count as input: the OS error names the path."""
+    if isinstance(err, InputError):
+        return str(err)
+    if isinstance(err, (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)):
+        if err.filename is None:  # raised by hand with the path already in the message
+            return str(err)
+        fix = {FileNotFoundError: "check the path", PermissionError: "make it writable or choose another path",
+               IsADirectoryError: "name a file, not a directory", NotADirectoryError: "a parent of it is a file",
+               FileExistsError: "a file stands where a directory must go"}
+        return f"{err.filename}: {err.strerror.lower()} ({fix[type(err)]})"
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text ({err.reason} at byte {err.start}): re-encode the file as UTF-8"
+    return None
+
+
+def report(stage: str, err: BaseException) -> int:
+    """Print an input error as `<stage>: error: <message>` and return the exit code; re-raise a bug."""
+    line = input_error_line(err)
+    if line is None:
+        raise err
+    print(f"{stage}: error: {' '.join(line.split())}", file=sys.stderr)
+    return USAGE_ERROR

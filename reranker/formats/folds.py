@@ -11,7 +11,7 @@ from pathlib import Path
 
 from reranker.config import ConfigError
 from reranker.formats.atomic import atomic_write
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.ids import qid_order
 from reranker.formats.text import open_text
 
@@ -112,6 +112,6 @@ def seeded_folds(qids: Iterable[str], k: int = 5, seed: int = 42) -> Folds:
     """Split `qids` into k disjoint folds of near-equal size, the same for the same set and seed."""
     ordered = qid_order(set(qids))
     if not 2 <= k <= len(ordered):
-        raise ValueError(f"k must be between 2 and the number of queries ({len(ordered)}), not {k}")
+        raise InputError(f"k must be between 2 and the number of queries ({len(ordered)}), not {k}")
     random.Random(seed).shuffle(ordered)
     return {str(i + 1): qid_order(ordered[i::k]) for i in range(k)}

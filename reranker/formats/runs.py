@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -23,25 +24,39 @@ class RunLine(NamedTuple):
     tag: str
 
 
-def read_run_lines(path: str | os.PathLike) -> Iterator[RunLine]:
-    """Yield the lines of a TREC run file (gzipped or not)."""
+def numbered_run_lines(path: str | os.PathLike) -> Iterator[tuple[int, RunLine]]:
+    """(line number, line) of a TREC run file (gzipped or not); a score must be a finite number."""
     for line_no, fields in fields_of_lines(path):
         if len(fields) != 6:
             raise FormatError(path, line_no, f"a run line has 6 fields (qid Q0 docid rank score tag), found {len(fields)}")
         qid, _, doc_id, rank, score, tag = fields
         try:
-            yield RunLine(qid, doc_id, int(rank), float(score), tag)
+            line = RunLine(qid, doc_id, int(rank), float(score), tag)
         except ValueError:
             raise FormatError(path, line_no, f"rank must be an integer and score a number, found {rank!r} and {score!r}") from None
+        if not math.isfinite(line.score):  # trec_eval and ir_measures would rank it somewhere, quietly
+            raise FormatError(path, line_no, f"score {score!r} is not a finite number: fix the stage that wrote it")
+        yield line_no, line
+
+
+def read_run_lines(path: str | os.PathLike) -> Iterator[RunLine]:
+    """Yield the lines of a TREC run file (gzipped or not)."""
+    for _, line in numbered_run_lines(path):
+        yield line
 
 
 def read_run(path: str | os.PathLike) -> Run:
-    """Read a TREC run into {qid: {doc_id: score}}. A repeated (qid, doc_id) pair is an error."""
+    """Read a TREC run into {qid: {doc_id: score}}. A repeated (qid, doc_id) pair and an empty file are errors."""
     run: Run = defaultdict(dict)
-    for line in read_run_lines(path):
+    first_line: dict[tuple[str, str], int] = {}
+    for line_no, line in numbered_run_lines(path):
         if line.doc_id in run[line.qid]:
-            raise FormatError(path, None, f"document {line.doc_id} appears twice for query {line.qid}")
+            raise FormatError(path, line_no, f"document {line.doc_id} appears twice for query {line.qid} "
+                                             f"(first on line {first_line[line.qid, line.doc_id]}): keep one")
+        first_line[line.qid, line.doc_id] = line_no
         run[line.qid][line.doc_id] = line.score
+    if not run:
+        raise FormatError(path, None, "no run lines: an empty run would evaluate as zeros")
     return dict(run)
 
 

@@ -14,23 +14,46 @@ from typing import TextIO
 from reranker.formats.errors import FormatError
 
 
-def open_text(path: str | os.PathLike) -> TextIO:
-    """Open a text file for reading, gunzipping `.gz` files."""
+def open_text(path: str | os.PathLike, errors: str = "replace") -> TextIO:
+    """Open a text file for reading, gunzipping `.gz` files. Source collections keep `replace`
+    (old SMART files hold stray bytes); the exchanged formats read strictly (`text_lines`)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors=errors)
+    return open(path, encoding="utf-8", errors=errors)
+
+
+def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, line without its `\n` or `\r\n`) of a UTF-8 file; other bytes name the line."""
+    with open_text(path, errors="strict") as f:
+        try:
+            for line_no, line in enumerate(f, start=1):
+                yield line_no, line.rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise FormatError(path, _first_undecodable_line(path), f"not UTF-8 ({err.reason}): "
+                              "re-encode the file as UTF-8") from None
+
+
+def _first_undecodable_line(path: str | os.PathLike) -> int | None:
+    """The number of the first line that is not UTF-8 (the decoder reads ahead in blocks)."""
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return line_no
+    return None
 
 
 def fields_of_lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
     """(line number, whitespace-separated fields) of every non-blank line."""
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            fields = line.split()
-            if fields:
-                yield line_no, fields
+    for line_no, line in text_lines(path):
+        fields = line.split()
+        if fields:
+            yield line_no, fields
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:

@@ -7,23 +7,29 @@ import re
 from collections.abc import Mapping
 
 from reranker.formats.atomic import atomic_write
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.ids import qid_key
-from reranker.formats.text import open_text
+from reranker.formats.text import open_text, text_lines
 
 
 def read_topics_tsv(path: str | os.PathLike) -> dict[str, str]:
     """Read `qid<TAB>text` topics."""
     topics: dict[str, str] = {}
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            qid, sep, text = line.partition("\t")
-            if not sep or not qid.strip():
-                raise FormatError(path, line_no, "a topics line is `qid<TAB>text`")
-            topics[qid.strip()] = text
+    first_line: dict[str, int] = {}
+    for line_no, line in text_lines(path):
+        if not line.strip():
+            continue
+        qid, sep, text = line.partition("\t")
+        qid = qid.strip()
+        if not sep or not qid:
+            raise FormatError(path, line_no, "a topics line is `qid<TAB>text`")
+        if not text.strip():
+            raise FormatError(path, line_no, f"query {qid} has no text: give it one or remove the line")
+        if qid in topics:
+            raise FormatError(path, line_no, f"query {qid} comes twice (first on line {first_line[qid]}): keep one")
+        topics[qid], first_line[qid] = text, line_no
+    if not topics:
+        raise FormatError(path, None, "no topics: a topics file has `qid<TAB>text` lines")
     return topics
 
 
@@ -40,7 +46,7 @@ _TOPIC_TAG = re.compile(r"<(num|title|desc|narr)>\s*(?:Number:|Description:|Narr
 def read_trec_topics(path: str | os.PathLike, field: str = "title") -> dict[str, str]:
     """Read NIST SGML-ish topics (`<top> <num> <title> <desc> <narr> </top>`) and return one field."""
     if field not in {"title", "desc", "narr"}:
-        raise ValueError(f"field must be title, desc or narr, not {field!r}")
+        raise InputError(f"field must be title, desc or narr, not {field!r}")
     topics: dict[str, str] = {}
     current: dict[str, list[str]] = {}
     key: str | None = None

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
-from reranker.formats.text import open_text
+from reranker.formats.text import text_lines
 
 UnitScores = dict[str, dict[str, list[float]]]  # qid -> doc_id -> unit scores in document order
 
@@ -39,28 +39,27 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
     trailing integer orders the units, so FirstP takes the lowest.
     """
     positioned: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    with open_text(path) as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\n").split("\t")
-            if line_no == 1 and fields[0].strip().lower() == "qid":
-                continue
-            if len(fields) != 4:
-                raise FormatError(path, line_no, f"a unit score line is qid<TAB>doc_id<TAB>unit<TAB>score, found {len(fields)} fields")
-            qid, doc_id, unit, score = (field.strip() for field in fields)
-            position = _TRAILING_INT.search(unit)
-            if position is None:
-                raise FormatError(path, line_no, f"unit {unit!r} does not end in its position in the document")
-            try:
-                value = float(score)
-            except ValueError:
-                raise FormatError(path, line_no, f"score must be a number, found {score!r}") from None
-            if not math.isfinite(value):
-                raise FormatError(path, line_no, f"score must be finite, found {score!r}")
-            units = positioned[qid][doc_id]
-            if int(position.group(1)) in units:
-                raise FormatError(path, line_no, f"unit {unit!r} of document {doc_id} appears twice for query {qid}")
-            units[int(position.group(1))] = value
+    for line_no, line in text_lines(path):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if line_no == 1 and fields[0].strip().lower() == "qid":
+            continue
+        if len(fields) != 4:
+            raise FormatError(path, line_no, f"a unit score line is qid<TAB>doc_id<TAB>unit<TAB>score, found {len(fields)} fields")
+        qid, doc_id, unit, score = (field.strip() for field in fields)
+        position = _TRAILING_INT.search(unit)
+        if position is None:
+            raise FormatError(path, line_no, f"unit {unit!r} does not end in its position in the document")
+        try:
+            value = float(score)
+        except ValueError:
+            raise FormatError(path, line_no, f"score must be a number, found {score!r}") from None
+        if not math.isfinite(value):
+            raise FormatError(path, line_no, f"score must be finite, found {score!r}")
+        units = positioned[qid][doc_id]
+        if int(position.group(1)) in units:
+            raise FormatError(path, line_no, f"unit {unit!r} of document {doc_id} appears twice for query {qid}")
+        units[int(position.group(1))] = value
     return {qid: {doc_id: [units[p] for p in sorted(units)] for doc_id, units in docs.items()}
             for qid, docs in positioned.items()}

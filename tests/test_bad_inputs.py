@@ -1,0 +1,84 @@
+"""The bad-input corpus (tests/bad_inputs/cases.yaml): every stage refuses bad input the same way.
+
+One line on stderr (`stage: error: ...`, naming the file, the line and the fix), exit code 2, no
+traceback, nothing left at the output path. Cases run through `python -m reranker`'s own entry
+point in this process (the same code as the command line); one runs as a real subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reranker.__main__ import main
+
+CORPUS = Path(__file__).parent / "bad_inputs"
+CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
+
+
+def _fill(value, folder: Path):
+    """{dir} in every string of a YAML value."""
+    if isinstance(value, str):
+        return value.replace("{dir}", str(folder))
+    if isinstance(value, list):
+        return [_fill(v, folder) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, folder) for k, v in value.items()}
+    return value
+
+
+def _prepare(case: dict, folder: Path) -> list[str]:
+    shutil.copytree(CORPUS / "files", folder, dirs_exist_ok=True)
+    for name, text in case.get("files", {}).items():
+        (folder / name).write_bytes(text.encode("latin-1" if case.get("latin-1") else "utf-8"))
+    if "config" in case:
+        (folder / "config.yaml").write_text(yaml.safe_dump(_fill(case["config"], folder)))
+    if case.get("checkpoint") == "partial":  # a config without weights or tokenizer: a copy cut short
+        (folder / "ckpt").mkdir()
+        (folder / "ckpt" / "config.json").write_text('{"model_type": "bert", "architectures": ["BertModel"]}\n')
+    if case.get("read_only"):
+        (folder / case["read_only"]).mkdir()
+        (folder / case["read_only"]).chmod(0o555)
+    return _fill(case["argv"], folder)
+
+
+def test_corpus_is_large_and_names_unique():
+    ids = [case["id"] for case in CASES]
+    assert len(ids) == len(set(ids)) and sum(case["exit"] == 2 for case in CASES) >= 25
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_bad_input(case, tmp_path, capsys, monkeypatch):
+    if case.get("read_only") and os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    monkeypatch.chdir(tmp_path)  # no stray files beside the checkout
+    argv = _prepare(case, tmp_path / "case")
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == case["exit"], err
+    assert "Traceback" not in err
+    if case["exit"] == 2:
+        last = err.strip().splitlines()[-1]
+        assert re.match(rf"{argv[0]}: error: ", last), last
+        assert re.search(case["message"], last), last
+    if "stdout" in case:
+        assert re.search(case["stdout"], out), out
+    for name in case.get("absent", []):
+        left = tmp_path / "case" / name
+        assert not left.exists() and not Path(str(left) + ".tmp").exists(), left
+
+
+def test_command_line_prints_one_line(tmp_path):
+    """The real command line: one line on stderr for an input error, exit 2."""
+    case = next(c for c in CASES if c["id"] == "run-nan-score")
+    argv = _prepare(case, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "reranker", *argv], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("evaluate: error: "), done.stderr
