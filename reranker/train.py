@@ -381,6 +381,39 @@ def _inputs(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def inputs_key(meta: Mapping[str, Any]) -> str:
+    """A digest of what a checkpoint depends on: a resume state is used only for the same inputs."""
+    return hashlib.sha256(json.dumps(_inputs(meta), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def resume_path(out_dir: str | os.PathLike) -> Path:
+    """Where training keeps its state between checks (beside the checkpoint, removed once it is published)."""
+    out_dir = Path(out_dir)
+    return out_dir.with_name(out_dir.name + ".resume.pt")
+
+
+def write_resume(path: Path, state: dict[str, Any]) -> None:
+    """Written beside and renamed: a kill while saving leaves the previous state intact."""
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_resume(path: Path, key: str) -> dict[str, Any] | None:
+    """The saved state for these inputs, or None (absent, unreadable, or from other inputs: then removed)."""
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 (a truncated file from an older version: start over)
+        print(f"{path}: unreadable resume state ({type(err).__name__}), training from the start", file=sys.stderr)
+        state = None
+    if state is None or state.get("key") != key:
+        path.unlink(missing_ok=True)
+        return None
+    return state
+
+
 def is_complete(out_dir: str | os.PathLike) -> bool:
     return bool(models.read_meta(out_dir).get("complete")) if Path(out_dir).is_dir() else False
 
@@ -652,8 +685,28 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
         checks: list[dict[str, Any]] = []
         best: dict[str, Any] = {}
         smoothed = None
-        bar = tqdm(total=total_steps, unit="step", desc=f"train {out_dir.name}", file=sys.stderr)
         step, pairs_seen, tokens_seen, padded_seen, train_seconds = 0, 0, 0, 0, 0.0
+        resume_file, resume_key = resume_path(out_dir), inputs_key(meta)
+        saved = load_resume(resume_file, resume_key)
+        epoch_start, skip = None, 0  # the shuffler's state when the current epoch's batches were drawn
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            torch.set_rng_state(saved["torch_rng"])  # dropout continues where it was
+            log, checks, best = saved["log"], saved["checks"], saved["best"]
+            step, pairs_seen, tokens_seen, padded_seen, train_seconds = saved["counters"]
+            epoch_start, skip = saved["epoch_start"], saved["in_epoch"]
+            print(f"train {out_dir.name}: resumed at step {step} of {total_steps} from {resume_file}", file=sys.stderr)
+        bar = tqdm(total=total_steps, initial=step, unit="step", desc=f"train {out_dir.name}", file=sys.stderr)
+
+        def save_resume(in_epoch: int) -> None:
+            """Everything the loop needs to go on from here, bit for bit, after the process dies."""
+            write_resume(resume_file, {
+                "key": resume_key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(), "log": log,
+                "checks": checks, "best": best, "counters": (step, pairs_seen, tokens_seen, padded_seen, train_seconds),
+                "epoch_start": epoch_start, "in_epoch": in_epoch, "stopped_early": stopped_early})
 
         def check() -> bool:
             """Validate; keep the best weights; True when patience has run out."""
@@ -671,9 +724,16 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             passes_since_best = len(checks) - 1 - checks.index(best["entry"])
             return config.patience is not None and passes_since_best >= config.patience
 
-        stopped_early = check()  # step 0: the untrained head, the reference for every later pass
+        # step 0: the untrained head, the reference for every later pass
+        stopped_early = saved["stopped_early"] if saved is not None else check()
         while step < total_steps and not stopped_early:
-            for batch in epoch_batches(lengths, config.batch_size, shuffler, config.bucketed):
+            if epoch_start is None:
+                epoch_start = shuffler.get_state()
+            else:  # resumed mid-epoch: draw the same batches again
+                shuffler.set_state(epoch_start)
+            for position, batch in enumerate(epoch_batches(lengths, config.batch_size, shuffler, config.bucketed)):
+                if position < skip:
+                    continue
                 if step == total_steps or stopped_early:
                     break
                 tick = time.perf_counter()
@@ -700,6 +760,8 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                 bar.update(1)
                 if step % config.eval_every == 0 or step == total_steps:
                     stopped_early = check()
+                    save_resume(position + 1)
+            epoch_start, skip = None, 0
         bar.close()
         if best.get("state") is not None:
             model.load_state_dict(best["state"])
@@ -733,6 +795,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             complete=True,
         )
         models.write_meta(tmp, meta)
+    resume_path(out_dir).unlink(missing_ok=True)  # published: nothing left to resume
     return out_dir
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 
 import pytest
 import torch
@@ -332,3 +333,46 @@ def test_a_distilled_student_learns_its_teachers_logits(scifact, tiny_model_dir,
     assert meta["validation"]["loss"] < meta["validation"]["untrained_loss"]
     with pytest.raises(ValueError, match="distill objective and a teacher"):
         TrainingConfig(**{**SHORT.as_dict(), "objective": "distill"})
+
+
+def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(scifact, tiny_model_dir, tmp_path):
+    """SIGKILL mid-way, rerun: training goes on from the last saved check, not from step 0, and the
+    published weights and log equal those of an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from reranker.train import is_complete, resume_path
+
+    source, qids_file = with_qids(scifact, split(scifact)[0][:60], tmp_path)
+    files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
+
+    def command(out):
+        return [sys.executable, "-m", "reranker", "train", "--base", str(tiny_model_dir), "--out", str(out),
+                "--source", f"scifact:{files}:{qids_file}", "--max-length", str(MAX_LENGTH), "--batch-size", "4",
+                "--max-pairs", "240", "--epochs", "1", "--eval-every", "5", "--threads", "1"]
+
+    whole = tmp_path / "whole"
+    subprocess.run(command(whole), check=True, capture_output=True)
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(command(killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while not resume_path(killed).exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.3)  # a few steps past the save: work that the rerun must redo
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not is_complete(killed)
+    assert resume_path(killed).exists(), "the run ended before it could be killed"
+
+    rerun = subprocess.run(command(killed), check=True, capture_output=True, text=True)
+    resumed = re.search(r"resumed at step (\d+) of (\d+)", rerun.stderr)
+    assert resumed and 0 < int(resumed.group(1)) < int(resumed.group(2)), rerun.stderr[-2000:]
+    assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+    assert (killed / LOG_FILE).read_text() == (whole / LOG_FILE).read_text()
+    assert (killed / VALIDATION_FILE).read_text() == (whole / VALIDATION_FILE).read_text()
+    assert not resume_path(killed).exists()
+    print(f"resumed at step {resumed.group(1)} of {resumed.group(2)}")

@@ -1,0 +1,123 @@
+"""Kill and resume: every long stage, SIGKILLed mid-way and rerun, ends as an uninterrupted run does.
+
+index, retrieve, segment and fuse publish their outputs atomically: a killed job leaves nothing at
+its output path, and the rerun redoes the stage (its whole time, printed). train resumes from its
+last check and score from its last shard; their tests are in test_train.py and test_score.py.
+On Cranfield (1,400 documents, all 225 queries), through `python -m reranker` in subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reranker.formats.runs import read_run, top_k_docs
+
+pytestmark = pytest.mark.slow
+
+
+def reranker(*args: str) -> list[str]:
+    return [sys.executable, "-m", "reranker", *args]
+
+
+def timed(command: list[str]) -> float:
+    started = time.monotonic()
+    subprocess.run(command, check=True, capture_output=True)
+    return time.monotonic() - started
+
+
+def kill_half_way(command: list[str], seconds: float) -> None:
+    """Start `command`, SIGKILL it after half of an uninterrupted run's time."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        process.wait(timeout=seconds / 2)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL, "the stage ended before it was killed"
+
+
+def assert_nothing_partial(out: Path, whole: Path) -> None:
+    """A killed stage leaves its output absent, or complete (killed after the rename, e.g. while the
+    JVM shut down): never a part of it."""
+    assert not out.exists() or out.read_bytes() == whole.read_bytes(), f"{out} is partial"
+
+
+@pytest.fixture(scope="module")
+def cranfield(tmp_path_factory) -> dict[str, Path]:
+    """Cranfield exported as the stages exchange it, its folds, and seeded unit scores for fuse."""
+    root = tmp_path_factory.mktemp("cranfield-kill")
+    subprocess.run(reranker("collections", "export", "--collection", "cranfield", "--out", str(root)), check=True,
+                   capture_output=True)
+    subprocess.run(reranker("collections", "folds", "--collection", "cranfield", "--out", str(root / "folds.json")),
+                   check=True, capture_output=True)
+    return {"docs": root / "docs.jsonl", "topics": root / "topics.tsv", "qrels": root / "qrels.txt",
+            "folds": root / "folds.json", "root": root}
+
+
+def bm25_run(index: Path, topics: Path, out: Path) -> list[str]:
+    return reranker("retrieve", "--index", str(index), "--topics", str(topics), "--model", "bm25_rm3", "--out", str(out))
+
+
+def test_index_and_retrieve(cranfield, tmp_path):
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    seconds = timed(reranker("index", "--docs", str(cranfield["docs"]), "--index", str(whole)))
+    kill_half_way(reranker("index", "--docs", str(cranfield["docs"]), "--index", str(killed)), seconds)
+    assert not killed.exists()
+    timed(reranker("index", "--docs", str(cranfield["docs"]), "--index", str(killed)))
+    # Lucene's files carry random segment ids: the indexes are compared by what they retrieve.
+    runs = {}
+    for name, index in (("whole", whole), ("killed", killed)):
+        out = tmp_path / f"{name}.run"
+        runs[name] = timed(bm25_run(index, cranfield["topics"], out)), out
+    assert runs["whole"][1].read_bytes() == runs["killed"][1].read_bytes()
+
+    resumed = tmp_path / "resumed.run"
+    kill_half_way(bm25_run(whole, cranfield["topics"], resumed), runs["whole"][0])
+    assert_nothing_partial(resumed, runs["whole"][1])
+    timed(bm25_run(whole, cranfield["topics"], resumed))
+    assert resumed.read_bytes() == runs["whole"][1].read_bytes()
+    print(f"redone: index {seconds:.1f} s, retrieve {runs['whole'][0]:.1f} s")
+    cranfield["run"] = runs["whole"][1]
+
+
+def test_segment_and_fuse(cranfield, tmp_path):
+    if "run" not in cranfield:
+        pytest.skip("needs the run of test_index_and_retrieve")
+    segment = reranker("segment", "--docs", str(cranfield["docs"]), "--run", str(cranfield["run"]), "--topics",
+                       str(cranfield["topics"]))
+    whole, killed = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
+    seconds = timed([*segment, "--out", str(whole)])
+    kill_half_way([*segment, "--out", str(killed)], seconds)
+    assert_nothing_partial(killed, whole)
+    timed([*segment, "--out", str(killed)])
+    assert killed.read_bytes() == whole.read_bytes()
+
+    rng = random.Random(0)  # seeded unit scores for every (query, unit) of the top 30: fuse alone is timed
+    units: dict[str, list[int]] = {}
+    for line in whole.read_text().splitlines():
+        unit = json.loads(line)
+        units.setdefault(unit["doc_id"], []).append(unit["unit"])
+    scores = tmp_path / "scores.tsv"
+    with open(scores, "w") as f:
+        for qid, docs in top_k_docs(read_run(cranfield["run"]), 30).items():
+            for doc in docs:
+                for unit in units.get(doc, []):
+                    f.write(f"{qid}\t{doc}\t{unit}\t{rng.gauss(0, 1):.6f}\n")
+    fuse = reranker("fuse", "birch", "--run", str(cranfield["run"]), "--scores", str(scores), "--qrels",
+                    str(cranfield["qrels"]), "--folds", str(cranfield["folds"]), "--top-n", "3")
+    outputs = {name: (tmp_path / f"{name}.run", tmp_path / f"{name}.json") for name in ("whole", "killed")}
+    fuse_seconds = timed([*fuse, "--out", str(outputs["whole"][0]), "--params-out", str(outputs["whole"][1])])
+    kill_half_way([*fuse, "--out", str(outputs["killed"][0]), "--params-out", str(outputs["killed"][1])], fuse_seconds)
+    assert_nothing_partial(outputs["killed"][0], outputs["whole"][0])
+    timed([*fuse, "--out", str(outputs["killed"][0]), "--params-out", str(outputs["killed"][1])])
+    assert outputs["killed"][0].read_bytes() == outputs["whole"][0].read_bytes()
+    print(f"redone: segment {seconds:.1f} s, fuse {fuse_seconds:.1f} s")
