@@ -600,8 +600,8 @@ def pair_task(classifier: models.Classifier, sources: Sequence[Source], examples
     # A query is kept whole; a sentence pair (nsp) is cut on its longer side.
     truncation = "longest_first" if config.task == "nsp" else "only_second"
     if config.task == "rank":
-        for source, example in zip(sources, examples):
-            _check_query_lengths(classifier.tokenizer, source, example, config.max_length)
+        examples = [_without_long_queries(classifier.tokenizer, source, example, config.max_length)
+                    for source, example in zip(sources, examples)]
     data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
     held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
     if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
@@ -814,13 +814,26 @@ def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike
     return train(current, sources[-1], out_dir, config)
 
 
-def _check_query_lengths(tokenizer: Any, source: Source, example: Examples, max_length: int) -> None:
-    """The query is never truncated, so each one must leave room for some text."""
-    for qid in qid_order({pair.qid for pair in example.pairs}):
+def _without_long_queries(tokenizer: Any, source: Source, example: Examples, max_length: int) -> Examples:
+    """A query is never truncated: one that leaves less than MIN_TEXT_TOKENS for the text is left out
+    of training and validation (CISI's longest queries at 192 tokens), and the record says which."""
+    long = []
+    for qid in qid_order({pair.qid for pair in example.pairs + example.validation}):
         length = len(tokenizer(example.topics[qid])["input_ids"]) + 1  # [CLS] q [SEP] and the final [SEP]
         if length + MIN_TEXT_TOKENS > max_length:
-            raise InputError(f"{source.topics}: query {qid} takes {length} tokens, which leaves less than "
-                             f"{MIN_TEXT_TOKENS} for the text within max_length {max_length}; raise max_length")
+            long.append(qid)
+    if not long:
+        return example
+    pairs = [pair for pair in example.pairs if pair.qid not in long]
+    validation = [pair for pair in example.validation if pair.qid not in long]
+    if not pairs:
+        raise InputError(f"{source.topics}: every training query leaves less than {MIN_TEXT_TOKENS} tokens for the "
+                         f"text within max_length {max_length}; raise max_length")
+    example.record["long_queries_left_out"] = {"qids": long, "pairs": len(example.pairs) - len(pairs),
+                                               "validation_pairs": len(example.validation) - len(validation)}
+    print(f"{source.name}: {len(long)} queries leave less than {MIN_TEXT_TOKENS} tokens for the text within "
+          f"max_length {max_length}; their {len(example.pairs) - len(pairs)} pairs are left out", file=sys.stderr)
+    return example._replace(pairs=pairs, validation=validation)
 
 
 def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "",
