@@ -376,3 +376,24 @@ def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(sc
     assert (killed / VALIDATION_FILE).read_text() == (whole / VALIDATION_FILE).read_text()
     assert not resume_path(killed).exists()
     print(f"resumed at step {resumed.group(1)} of {resumed.group(2)}")
+
+
+def test_queries_too_long_for_max_length_are_left_out_with_a_record(tiny_model_dir, tmp_path):
+    """CISI's longest queries leave no room for text at 192 tokens: their pairs are dropped, the
+    record lists them, and only when every query is too long does training refuse."""
+    from transformers import AutoTokenizer
+
+    from reranker.formats.errors import InputError
+    from reranker.train import Examples, TrainingPair, _without_long_queries
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    topics = {"1": "short query", "2": " ".join(["word"] * 60)}
+    pairs = [TrainingPair(q, d, label) for q in ("1", "2") for d, label in (("a", 1), ("b", 0))]
+    example = Examples(pairs, [TrainingPair("2", "c", 1)], topics, {}, {})
+    source = Source("tiny", tmp_path, tmp_path / "topics.tsv", tmp_path, tmp_path)
+    kept = _without_long_queries(tokenizer, source, example, max_length=48)
+    assert [p.qid for p in kept.pairs] == ["1", "1"] and kept.validation == []
+    assert example.record["long_queries_left_out"] == {"qids": ["2"], "pairs": 2, "validation_pairs": 1}
+    assert _without_long_queries(tokenizer, source, example, max_length=128) is example  # all fit: unchanged
+    with pytest.raises(InputError, match="every training query leaves less than 16 tokens"):
+        _without_long_queries(tokenizer, source, example._replace(pairs=pairs[2:]), max_length=48)
