@@ -395,6 +395,7 @@ def resume_path(out_dir: str | os.PathLike) -> Path:
 def write_resume(path: Path, state: dict[str, Any]) -> None:
     """Written beside and renamed: a kill while saving leaves the previous state intact."""
     tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)  # a chain's stages live in the checkpoint's folder
     torch.save(state, tmp)
     os.replace(tmp, path)
 
