@@ -112,27 +112,25 @@ def _joined(fields: dict[str, list[str]]) -> dict[str, str]:
 
 
 def read_smart_qrels(lines: Iterable[str], source: str) -> Qrels:
-    """SMART relevance files: `qid docid ...` per line, every pair relevant (grade 1)."""
-    qrels: Qrels = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for line_no, line in enumerate(lines, start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
-            raise FormatError(source, line_no, f"a SMART qrels line starts with two numeric ids `qid docid`, found {line.strip()!r}")
-        qid, doc_id = _normalise_id(fields[0]), _normalise_id(fields[1])
-        if doc_id == "0":  # SMART numbers documents from 1; TREC's second field is the iteration, 0
-            raise FormatError(source, line_no, f"document 0 does not exist in SMART numbering; {line.strip()!r} looks like "
-                                               "TREC layout (qid 0 docid grade): set `qrels_format: trec` for the collection")
-        if doc_id in qrels.get(qid, {}):
-            raise FormatError(source, line_no, f"query {qid} judges document {doc_id} twice "
-                                               f"(first on line {first_line[qid, doc_id]}): keep one")
-        qrels.setdefault(qid, {})[doc_id] = 1
-        first_line[qid, doc_id] = line_no
-    if not qrels:
-        raise FormatError(source, None, "no judgments: a SMART qrels file has `qid docid` lines")
-    return qrels
+    """SMART relevance files: `qid docid ...` per line, every pair relevant (grade 1). Read as TREC
+    qrels (`qid 0 docid 1`), so repeated pairs and empty files fail as they do there."""
+
+    def as_trec() -> Iterator[tuple[int, list[str]]]:
+        for line_no, line in enumerate(lines, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) < 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+                raise FormatError(source, line_no, f"a SMART qrels line starts with two numeric ids `qid docid`, "
+                                                   f"found {line.strip()!r}")
+            doc_id = _normalise_id(fields[1])
+            if doc_id == "0":  # SMART numbers documents from 1; TREC's second field is the iteration, 0
+                raise FormatError(source, line_no, f"document 0 does not exist in SMART numbering; {line.strip()!r} "
+                                                   "looks like TREC layout (qid 0 docid grade): set `qrels_format: trec` "
+                                                   "for the collection")
+            yield line_no, [_normalise_id(fields[0]), "0", doc_id, "1"]
+
+    return parse_qrels(as_trec(), source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,15 +491,14 @@ def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dic
 def _export(collection: Collection, out: Path) -> dict[str, Any]:
     stats = _query_stats(collection)  # reads queries and qrels: malformed files fail before the docs
     if not collection.run_only:
-        doc_stats, doc_ids = _DocStats(), set()
+        doc_stats = _DocStats()
 
         def counted() -> Iterator[Doc]:
             for doc in _docs_with_progress(collection):
                 doc_stats.add(doc)
-                doc_ids.add(doc.doc_id)
                 yield doc
 
-        write_docs(counted(), out / "docs.jsonl")
+        doc_ids = write_docs(counted(), out / "docs.jsonl")
         absent = qid_order({doc for judged in collection.qrels().values() for doc in judged} - doc_ids)
         if absent:  # judgments on documents nobody can retrieve: recall and AP would be quietly lower
             (out / "docs.jsonl").unlink()

@@ -28,9 +28,9 @@ def strip_markup(text: str) -> str:
     return " ".join(html.unescape(_TAG.sub(" ", text)).split())
 
 
-def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> None:
-    """Refuses a document id seen before: a source that yields one twice is corrupt (a docstore
-    built by two processes at once), and nothing is written."""
+def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> set[str]:
+    """Write the documents; return their ids. Refuses a document id seen before: a source that
+    yields one twice is corrupt (a docstore built by two processes at once), and nothing is written."""
     seen: set[str] = set()
     with atomic_write(path) as f:
         for doc in docs:
@@ -39,6 +39,7 @@ def write_docs(docs: Iterable[Doc], path: str | os.PathLike) -> None:
                                  f"be corrupt (rebuild it: delete the derived files beside the source)")
             seen.add(doc.doc_id)
             f.write(json.dumps({"id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
+    return seen
 
 
 def parse_doc(line: str | bytes, path: str | os.PathLike, line_no: int) -> Doc:
