@@ -587,6 +587,10 @@ def write_table(args: argparse.Namespace) -> list[Path]:
                 meta = json.loads(Path(path).read_text())
                 models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
             extra["models"] = models
+        if args.kind == "pretraining":  # the pre-trained checkpoints' fingerprints, as for fine-tuned ones
+            for spec in args.checkpoints:
+                label, path = spec.split(":", 1)
+                trained.setdefault(label, []).append(json.loads(Path(path).read_text()))
         if trained:
             fields = ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")
             extra["checkpoints"] = {label: [{key: meta.get(key) for key in fields} for meta in metas]

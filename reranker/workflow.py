@@ -408,7 +408,11 @@ class Experiment:
         """Every file a table reads: evaluations, checkpoint metas and speed files."""
         files = [self.ntnu_eval(run) for _, _, run in self.ntnu_table_cells(table)]
         files += [path for _, _, path, _ in self.ntnu_value_cells(table)]
-        return list(dict.fromkeys(files))
+        return list(dict.fromkeys(files + self.ntnu_table_metas(table)))
+
+    def ntnu_table_metas(self, table: str) -> list[str]:
+        """The checkpoint records of a table's models: their fingerprints go into the numbers' provenance."""
+        return [self.ntnu_checkpoint_meta(m) for m in self.ntnu_table_models(table)]
 
     def ntnu_summary(self, table: str) -> str | None:
         """LABEL:ROW1|ROW2|... of a table's mean ± sd row (over seeds); labels may hold commas."""
@@ -476,7 +480,30 @@ class Experiment:
                 f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs, "
                 f"{'the last step kept' if training['select'] == 'last' else 'the best step on held-out loss kept'} "
                 f"unless a row says otherwise); "
-                f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says.")
+                f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says."
+                + self.ntnu_training_exceptions(table))
+
+    def ntnu_table_models(self, table: str) -> list[str]:
+        """The models of a table's rows, then their distilled counterparts."""
+        models = list(dict.fromkeys(m for _, m, _ in self.ntnu_rows(table)))
+        distilled = self.ntnu["tables"][table]["distilled"]
+        return models + [distilled[m] for m in models if m in distilled]
+
+    def ntnu_training_exceptions(self, table: str) -> str:
+        """A caption sentence per group of rows whose steps, rate or step pick differ from the reference's."""
+        section = self.ntnu
+        reference = training_config(self.config, ntnu_checkpoint(section["reference"]))
+        keys = ("learning_rate", "epochs", "max_pairs", "select")
+        groups: dict[tuple, list[str]] = {}
+        for model in self.ntnu_table_models(table):
+            training = training_config(self.config, ntnu_checkpoint(model))
+            if any(training[k] != reference[k] for k in keys):
+                groups.setdefault(tuple(training[k] for k in keys), []).append(section["models"][model]["label"])
+        sentences = []
+        for (rate, epochs, pairs, select), labels in groups.items():
+            sentences.append(f" {'; '.join(labels)}: lr {rate:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, at most {pairs} pairs, "
+                             f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}.")
+        return "".join(sentences)
 
     # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
     # reruns a job when one of its own settings changes, and only then.

@@ -107,6 +107,22 @@ def test_rows_and_lineage_of_the_quick_profile():
     assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
 
 
+def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_their_models():
+    experiment = Experiment(load_config())
+    size = experiment.ntnu_caption("ntnu_5_5")
+    small = size.split("unless the row says.", 1)[1]
+    # The reference's own settings are in the caption once; the small rows' steps and pick follow it.
+    assert "paraphrase-MiniLM-L3; MiniLM-L6, first 2 layers; MiniLM-L6, first layer:" in small
+    assert "at most 12800 pairs, the best step on held-out loss kept" in small and "first 4 layers" not in small
+    assert "distilled" in experiment.ntnu_caption("ntnu_5_6").split("unless the row says.", 1)[1]
+    assert experiment.ntnu_training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
+    metas = experiment.ntnu_table_metas("ntnu_5_6")
+    assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-6", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
+                                                 "ntnu-distilled-layers-4", "ntnu-distilled-layers-2",
+                                                 "ntnu-distilled-layers-1"]
+    assert set(metas) <= set(experiment.ntnu_table_inputs("ntnu_5_6"))
+
+
 def test_paths_are_defined_once():
     experiment = Experiment(load_config())
     pattern = experiment.layout.pattern("scores", first_stage="bm25_rm3", k=30)

@@ -142,6 +142,7 @@ if EXP.ntnu:
                 formats=" ".join(f"--value-format {shlex.quote(s)}" for s in EXP.ntnu_value_formats(nt_table)),
                 machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in EXP.ntnu_machine_columns(nt_table)),
                 summary=(f"--summary-row {shlex.quote(EXP.ntnu_summary(nt_table))}" if EXP.ntnu_summary(nt_table) else ""),
+                metas=" ".join(shlex.quote(m) for m in EXP.ntnu_table_metas(nt_table)),
                 baseline=FIRST_STAGES[NT_FIRST].label,
                 measures=" ".join(NT["measures"]),
                 caption=EXP.ntnu_caption(nt_table),
@@ -150,7 +151,7 @@ if EXP.ntnu:
             shell:
                 "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
                 " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.machine}"
-                " {params.summary}"
+                " {params.summary} --meta {params.metas}"
                 " --caption {params.caption:q} --out {params.out} --formats md csv tex --numbers {output.numbers}"
                 " --command {params.command:q} > {log}"
 
