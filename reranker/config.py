@@ -201,6 +201,9 @@ def _check_references(config: Mapping) -> None:
             problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
                          f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
                          if model not in ntnu["models"]]
+        problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
+                     f"{', '.join(ntnu['training_presets']) or 'none'})"
+                     for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
         teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
         cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
         problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
@@ -259,7 +262,8 @@ def _ntnu_checkpoints(config: Mapping) -> dict:
     return {ntnu_checkpoint(name): {
         "source": "finetune", "label": spec["label"], "base": spec.get("base") or section["base"],
         "train_on": [section["train_collection"]], "mix": False, "threads": section["threads"],
-        "training": merge(section.get("training", {}), spec.get("training", {}))}
+        "training": merge(merge(section.get("training", {}), section.get("training_presets", {}).get(spec.get("preset"), {})),
+                          spec.get("training", {}))}
         for name, spec in section.get("models", {}).items()}
 
 

@@ -65,6 +65,18 @@ def test_ntnu_distilled_cells_name_rows_and_models(tmp_path):
     assert "ntnu/models/distilled-layers-4: in no table" in message
 
 
+def test_ntnu_training_presets_sit_between_the_section_and_the_model(tmp_path):
+    config = cfg.load_config()
+    presets, section = config["ntnu"]["training_presets"], config["ntnu"]["training"]
+    small = cfg.training_config(config, "ntnu-layers-2")
+    assert small["max_pairs"] == presets["small"]["max_pairs"] != section["max_pairs"] and small["num_layers"] == 2
+    assert cfg.training_config(config, "ntnu-bert")["max_pairs"] == section["max_pairs"]
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(yaml.safe_dump({"ntnu": {"models": {"layers-1": {"label": "x", "tables": [], "preset": "tiny"}}}}))
+    with pytest.raises(cfg.ConfigError, match="ntnu/models/layers-1/preset: unknown preset 'tiny'"):
+        cfg.load_config(extra)
+
+
 def test_unknown_keys_and_bad_enums_are_refused(tmp_path):
     extra = tmp_path / "bad.yaml"
     extra.write_text(yaml.safe_dump({"segment": {"candidatez": 3}, "birch": {"aggregation": ["medianp"]}}))

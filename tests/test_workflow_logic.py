@@ -112,7 +112,7 @@ def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_thei
     size = experiment.ntnu_caption("ntnu_5_5")
     small = size.split("unless the row says.", 1)[1]
     # The reference's own settings are in the caption once; the small rows' steps and pick follow it.
-    assert "paraphrase-MiniLM-L3; MiniLM-L6, first 2 layers; MiniLM-L6, first layer:" in small
+    assert "MiniLM-L6, first 2 layers; MiniLM-L6, first layer; paraphrase-MiniLM-L3:" in small
     assert "at most 12800 pairs, the best step on held-out loss kept" in small and "first 4 layers" not in small
     assert "distilled" in experiment.ntnu_caption("ntnu_5_6").split("unless the row says.", 1)[1]
     assert experiment.ntnu_training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
