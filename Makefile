@@ -34,10 +34,11 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# then the run's wall clock (runs/default/numbers/run.json), and the Radboud and NTNU parts' own (the union of
+# the HTML report of every table and figure (runs/default/report.html); then the run's wall clock (runs/default/numbers/run.json), and the Radboud and NTNU parts' own (the union of
 # their jobs' spans: *_time.json).
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html
 	log="$$(ls -t .snakemake/log/*.snakemake.log | head -1)" && \
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --out $(RUN_DIR)/numbers/run.json --command "make run" && \
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'radboud|segment_documents' \

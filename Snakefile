@@ -35,6 +35,9 @@ for cid in dict.fromkeys(CFG["birch"]["targets"] + CFG["baselines"]["collections
 container: CFG["container"]
 
 
+report: "workflow/report/workflow.rst"  # snakemake --report: every table and figure, with captions
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"

@@ -22,7 +22,7 @@ from reranker.config import ConfigError, load_config
 from reranker.formats.atomic import write_text
 from reranker.formats.errors import report as report_error
 from reranker.registry import FIRST_STAGES
-from reranker.workflow import PUBLISHED
+from reranker.workflow import PUBLISHED, PUBLISHED_FILES
 
 LUCENE_TABLES = {"baselines", "dataset_stats"}
 LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()}  # provided runs sit in the baselines table
@@ -133,6 +133,10 @@ def promote(run_dir: Path, reference: Path) -> list[Path]:
                 shutil.rmtree(target)
             shutil.copytree(source, target)
             copied.append(target)
+    for name in PUBLISHED_FILES:
+        if (run_dir / name).exists():
+            shutil.copy2(run_dir / name, reference / name)
+            copied.append(reference / name)
     return copied
 
 

@@ -79,6 +79,13 @@ RANKINGS: dict[str, str] = {
     **{f"label{level}": f"grade level {level}'s logit" for level in range(5)},
 }
 
+# Multiple-testing corrections of a table column's t-tests; see reranker.significance.
+CORRECTIONS: dict[str, str] = {
+    "none": "each test at alpha",
+    "bonferroni": "each p times the column's number of tests",
+    "holm": "Holm's step-down over the column's tests (uniformly more powerful than Bonferroni)",
+}
+
 
 def enums() -> dict[str, list[str]]:
     """The schema's `$defs` enums that come from this registry."""
@@ -91,6 +98,7 @@ def enums() -> dict[str, list[str]]:
         "unit": list(UNITS),
         "objective": list(OBJECTIVES),
         "ranking": list(RANKINGS),
+        "correction": list(CORRECTIONS),
     }
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 
 def paired_ttest(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, float, int]:
@@ -19,3 +20,37 @@ def paired_ttest(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float,
         return 0.0, 1.0, len(common)
     result = stats.ttest_rel(xs, ys)
     return float(result.statistic), float(result.pvalue), len(common)
+
+
+# Multiple-testing corrections, as PyTerrier's Experiment(correction=...): each maps a family's
+# p-values to adjusted ones, compared with the same alpha. A family is one table column's tests
+# against one reference row.
+def no_correction(pvalues: Sequence[float]) -> list[float]:
+    return list(pvalues)
+
+
+def bonferroni(pvalues: Sequence[float]) -> list[float]:
+    return [min(1.0, p * len(pvalues)) for p in pvalues]
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down: the i-th smallest p times (m - i), kept monotone, capped at 1."""
+    m = len(pvalues)
+    adjusted, running = [1.0] * m, 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (m - rank) * pvalues[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+@dataclass(frozen=True)
+class Correction:
+    adjust: Callable[[Sequence[float]], list[float]]
+    phrase: str  # how a table's note names it
+
+
+CORRECTIONS = {
+    "none": Correction(no_correction, "not corrected for multiple testing"),
+    "bonferroni": Correction(bonferroni, "Bonferroni-corrected over each column's tests"),
+    "holm": Correction(holm, "Holm-corrected over each column's tests"),
+}

@@ -18,7 +18,7 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import report
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
-from reranker.significance import paired_ttest
+from reranker.significance import CORRECTIONS, paired_ttest
 
 SIGNIFICANT = "†"
 SECOND_SIGNIFICANT = "‡"
@@ -46,6 +46,8 @@ class Table:
     bold_best: bool = True  # the best row per column; off when rows are not competing systems
     cells: dict[tuple[str, str, str], float] = field(default_factory=dict)
     marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # Each tested cell's p-value per reference mark (†, ‡): what a correction adjusts.
+    pvalues: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # Columns after the measures, the same value in every group; never tested, never bold.
     extra_columns: list[str] = field(default_factory=list)
@@ -53,6 +55,8 @@ class Table:
     extra_formats: dict[str, str] = field(default_factory=dict)  # column -> format spec
     # Summary rows: (row, group, measure) -> (mean, sample sd, n) over other rows' values.
     summaries: dict[tuple[str, str, str], tuple[float, float, int]] = field(default_factory=dict)
+    # How a measure's number prints (column, value -> text); default four decimals.
+    number_format: Callable[[str, float], str] | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -102,6 +106,22 @@ class Table:
         if mark:
             self.marks[(row, group, measure)] = mark
 
+    def correct(self, correction: str = "none", alpha: float = 0.05) -> None:
+        """Marks from the stored p-values, adjusted per family: one column's tests against one reference."""
+        adjust = CORRECTIONS[correction].adjust
+        families: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
+        for (row, group, measure), tests in self.pvalues.items():
+            for symbol, p in tests.items():
+                if not math.isnan(p):
+                    families.setdefault((group, measure, symbol), []).append((row, p))
+        marks = {key: mark for key, mark in self.marks.items() if key not in self.pvalues}  # set by hand: kept
+        for (group, measure, symbol), tests in families.items():
+            for (row, _), p in zip(tests, adjust([p for _, p in tests])):
+                if p < alpha:
+                    marks[(row, group, measure)] = marks.get((row, group, measure), "") + symbol
+        # † before ‡ in a cell, whatever order the families came in
+        self.marks = {key: "".join(sorted(mark, key=(SIGNIFICANT + SECOND_SIGNIFICANT).index)) for key, mark in marks.items()}
+
     def text(self, row: str, group: str, measure: str) -> str:
         if measure in self.extra_columns:
             return self.value_text(row, measure)
@@ -111,7 +131,8 @@ class Table:
         value = self.cells.get((row, group, measure))
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "–"
-        return f"{value:.4f}{self.marks.get((row, group, measure), '')}"
+        number = self.number_format(measure, value) if self.number_format else f"{value:.4f}"
+        return f"{number}{self.marks.get((row, group, measure), '')}"
 
     def best(self, group: str, measure: str) -> set[str]:
         """The rows to bold: every row that ties with the best at the printed precision."""
@@ -141,6 +162,28 @@ class Table:
             lines.append("| " + " | ".join([row] + cells) + " |")
         lines += [""] + [f"{note}  " for note in self.notes]
         return "\n".join(lines).rstrip() + "\n"
+
+    def to_html(self) -> str:
+        """A standalone page (for `snakemake --report` and browsers): the Markdown table's cells, bold and marks."""
+        from html import escape
+
+        label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
+        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 and m in self.measures else label(m)
+                                      for g, m in self.layout()]
+        rows = []
+        for row in self.rows:
+            cells = []
+            for g, m in self.layout():
+                text = escape(self.text(row, g, m))
+                cells.append(f"<td><b>{text}</b></td>" if row in self.best(g, m) else f"<td>{text}</td>")
+            rows.append(f"<tr><th scope=\"row\">{escape(row)}</th>{''.join(cells)}</tr>")
+        notes = "".join(f"<p>{escape(note)}</p>" for note in self.notes)
+        return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + escape(self.caption[:80]) + "</title>"
+                "<style>body{font-family:sans-serif;font-size:14px}table{border-collapse:collapse}"
+                "td,th{padding:2px 8px;border-bottom:1px solid #ddd}td{text-align:right}th{text-align:left}</style>"
+                f"</head><body><table><caption style=\"text-align:left\"><b>{escape(self.caption)}</b></caption>"
+                "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead><tbody>"
+                + "".join(rows) + f"</tbody></table>{notes}</body></html>\n")
 
     def to_csv(self) -> str:
         buffer = io.StringIO()
@@ -198,7 +241,7 @@ class Table:
         written = []
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
-            write_text(path, {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex}[fmt]())
+            write_text(path, {"md": self.to_markdown, "csv": self.to_csv, "tex": self.to_latex, "html": self.to_html}[fmt]())
             written.append(path)
         return written
 
@@ -216,22 +259,27 @@ def _tex(text: str) -> str:
 
 def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
                baseline: Evaluation | None = None, alpha: float = 0.05, second: Evaluation | None = None) -> None:
-    """Add one system's aggregate values; mark cells that differ from `baseline` (and `second`: ‡) at p < alpha."""
+    """Add one system's aggregate values; mark cells that differ from `baseline` (and `second`: ‡) at p < alpha,
+    uncorrected (`Table.correct` redoes the marks with a correction once every system is in)."""
     for measure in table.measures:
         if measure not in evaluation.aggregate:
             continue
-        mark = ""
+        mark, tests = "", {}
         for reference, symbol in ((baseline, SIGNIFICANT), (second, SECOND_SIGNIFICANT)):
             if reference is not None and measure in reference.per_query:
                 _, p, _ = paired_ttest(evaluation.per_query[measure], reference.per_query[measure])
+                tests[symbol] = p
                 mark += symbol if p < alpha else ""
         table.add(row, group, measure, evaluation.aggregate[measure], mark)
+        if tests:
+            table.pvalues[(row, group, measure)] = tests
 
 
 def stats_table(stats: Mapping[str, Mapping[str, float]], caption: str) -> Table:
     """Dataset statistics: one row per collection."""
     columns = ["docs", "queries", "judged_queries", "qrels", "mean_relevant_per_query", "mean_doc_length_words"]
-    table = Table(caption, ["statistics"], columns)
+    table = Table(caption, ["statistics"], columns, bold_best=False,
+                  number_format=lambda column, value: f"{value:.2f}" if column.startswith("mean") else f"{int(value)}")
     for collection, values in stats.items():
         for column in columns:
             if values.get(column) is not None:
@@ -481,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
     results.add_argument("--second-baseline-row", help="a second such row, marked ‡")
+    results.add_argument("--alpha", type=float, default=0.05, help="significance level of the marks")
+    results.add_argument("--correction", choices=list(CORRECTIONS), default="none",
+                         help="multiple-testing correction over each column's tests against one reference row")
     results.add_argument("--measures", nargs="+", required=True, help="the columns of each group (config: measures)")
     results.add_argument("--figure", help="also plot per-query AP differences of the best row against the baseline")
     results.add_argument("--meta", nargs="*", default=[],
@@ -504,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--caption", default="")
         command.add_argument("--note", action="append", default=[], help="a line under the table")
         command.add_argument("--out", required=True, help="output path without suffix")
-        command.add_argument("--formats", nargs="+", default=["md", "csv"])
+        command.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
         command.add_argument("--numbers", help="also store every number with its provenance (JSON)")
         command.add_argument("--command", default="", help="the command that produced the table, for provenance")
     from reranker.figures import add_figure_parsers, run_figure
@@ -542,16 +593,17 @@ def write_table(args: argparse.Namespace) -> list[Path]:
         seconds = {g: e for g, r, e in entries if r == args.second_baseline_row}
         for group, row, evaluation in entries:
             add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None,
-                       second=seconds.get(group) if row not in (args.second_baseline_row, args.baseline_row) else None)
+                       alpha=args.alpha, second=seconds.get(group) if row not in (args.second_baseline_row, args.baseline_row) else None)
+        table.correct(args.correction, args.alpha)
         for label, rows in summaries:
             table.add_summary(label, rows)
         for row, column, value in values:
             table.add_value(row, column, value)
         table.extra_formats.update(value_formats)
         if args.baseline_row:
-            table.notes.append(f"{SIGNIFICANT} p < 0.05, two-sided paired t-test against {args.baseline_row}"
-                               + (f"; {SECOND_SIGNIFICANT} against {args.second_baseline_row}." if args.second_baseline_row
-                                  else "."))
+            table.notes.append(f"{SIGNIFICANT} p < {args.alpha:g}, two-sided paired t-test against {args.baseline_row}"
+                               + (f"; {SECOND_SIGNIFICANT} against {args.second_baseline_row}" if args.second_baseline_row else "")
+                               + f"; {CORRECTIONS[args.correction].phrase}.")
         if args.figure:
             chosen = per_query_difference_figure(entries, args.baseline_row, args.figure)
             table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "

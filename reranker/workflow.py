@@ -59,6 +59,7 @@ PATTERNS = {
 }
 # What `compare` checks and `promote` copies: the published part of a run.
 PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
+PUBLISHED_FILES = ("report.html",)  # `snakemake --report`, where the run made one: promoted, never compared
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,7 @@ class Experiment:
         """Every file a table reads: evaluations, checkpoint metas and speed files."""
         files = [self.ntnu_eval(run) for _, _, run in self.ntnu_table_cells(table)]
         files += [path for _, _, path, _ in self.ntnu_value_cells(table)]
-        return list(dict.fromkeys(files + self.ntnu_table_metas(table)))
+        return list(dict.fromkeys(files))
 
     def ntnu_table_metas(self, table: str) -> list[str]:
         """The checkpoint records of a table's models: their fingerprints go into the numbers' provenance."""

@@ -9,9 +9,10 @@ import statistics
 import pytest
 from scipy import stats
 
-from reranker import tables
+from reranker import significance, tables
 from reranker.evaluate import evaluate
 from reranker.formats.runs import write_run
+from reranker.registry import CORRECTIONS
 from reranker.significance import paired_ttest
 
 MEASURES = ["AP@1000", "P@20", "nDCG@20"]
@@ -71,11 +72,44 @@ def test_table_marks_significant_rows_in_every_format(tmp_path):
     assert table.marks.get(("better", "synthetic", "AP@1000")) == tables.SIGNIFICANT
     assert ("one query better", "synthetic", "AP@1000") not in table.marks
     assert ("baseline", "synthetic", "AP@1000") not in table.marks
-    paths = table.write(tmp_path / "t", ["md", "csv", "tex"])
-    md, csv_text, tex = (p.read_text() for p in paths)
+    paths = table.write(tmp_path / "t", ["md", "csv", "tex", "html"])
+    md, csv_text, tex, html = (p.read_text() for p in paths)
+    assert f"<td><b>{table.text('better', 'synthetic', 'AP@1000')}</b></td>" in html and "<caption" in html
     assert f"{baseline.aggregate['AP@1000']:.4f}" in md and tables.SIGNIFICANT in md
     assert "better,synthetic,AP@1000" in csv_text and csv_text.count(",1\n") >= 1
     assert "$^\\dagger$" in tex and "\\begin{tabular}" in tex
+
+
+def test_holm_and_bonferroni_adjust_as_published():
+    # Holm (1979): the i-th smallest p times (m - i + 1), kept monotone; Bonferroni: times m; both capped at 1.
+    assert significance.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert significance.holm([0.02, 0.5]) == pytest.approx([0.04, 0.5])
+    assert significance.bonferroni([0.01, 0.04, 0.5]) == pytest.approx([0.03, 0.12, 1.0])
+    assert list(significance.CORRECTIONS) == list(CORRECTIONS)  # the schema's enum names every implementation
+
+
+def test_a_correction_removes_marks_per_column_and_names_itself(tmp_path):
+    """Twenty noise systems against one baseline: some are † by chance uncorrected; Holm keeps only the real one."""
+    base, better, qrels = runs_and_qrels(queries=40)
+    rng = random.Random(3)
+    specs = []
+    for name, run in [("BM25", base), ("better", better)] + [
+            (f"noise {i}", {q: {d: s + rng.gauss(0, 0.3) for d, s in docs.items()} for q, docs in base.items()}) for i in range(20)]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(evaluate(run, qrels, MEASURES).to_json()))
+        specs.append(f"synthetic:{name}:{path}")
+    marked = {}
+    for correction in ("none", "holm", "bonferroni"):
+        out = tmp_path / correction
+        assert tables.main(["results", "--eval", *specs, "--measures", *MEASURES, "--baseline-row", "BM25",
+                            "--correction", correction, "--out", str(out), "--formats", "md", "csv"]) == 0
+        md = out.with_suffix(".md").read_text()
+        rows = [line for line in md.splitlines() if line.startswith("| ")]
+        marked[correction] = {line.split(" | ")[0].lstrip("| ") for line in rows if tables.SIGNIFICANT in line.split(" | ", 1)[-1]}
+        assert significance.CORRECTIONS[correction].phrase in md
+    assert "better" in marked["holm"] and "better" in marked["bonferroni"]
+    assert marked["bonferroni"] <= marked["holm"] <= marked["none"]
+    assert len(marked["none"]) > len(marked["holm"]) == 1, marked
 
 
 def test_ties_at_the_printed_precision_are_all_bold():

@@ -78,6 +78,22 @@ def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
     assert "MaxP" in (quick_run / "tables" / "ntnu_5_1.md").read_text()
 
 
+def test_the_report_holds_every_table_and_figure_with_its_caption(quick_run):
+    """`snakemake --report`: each table (as HTML) and figure of the run, captioned from its rule."""
+    report = quick_run / "report.html"
+    done = snakemake("--profile", "workflow/profiles/quick", "--config", f"run_dir={quick_run}", "--report", str(report))
+    assert done.returncode == 0, done.stderr[-4000:]
+    html = report.read_text()
+    tables = sorted(p.stem for p in (quick_run / "tables").glob("*.md"))
+    figures = sorted(p.name for p in (quick_run / "figures").glob("*.png"))
+    assert len(tables) >= 17 and figures
+    missing = [f"{t}.html" for t in tables if f"{t}.html" not in html] + [f for f in figures if f not in html]
+    assert not missing, missing
+    for table in ("birch_main", "ntnu_5_5", "radboud_2_1"):  # the caption is the table's first line, rendered
+        caption = (quick_run / "tables" / f"{table}.md").read_text().split("\n", 1)[0].strip("*")
+        assert caption[:60] in html, table
+
+
 def test_rerun_has_nothing_to_do(quick_run):
     log = (quick_run.parent / "rerun.log").read_text()
     assert "Nothing to be done" in log, log[-2000:]

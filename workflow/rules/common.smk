@@ -26,3 +26,15 @@ wildcard_constraints:
 
 collection_id = lambda w: EXP.slug_to_id[w.collection]
 settings = EXP.settings  # what a stage reads from CONFIG_FILE, as params: a change reruns the job
+# The table builder is a generic tool: the significance level and correction reach it as flags.
+SIGNIFICANCE = f"--alpha {CFG['significance']['alpha']} --correction {CFG['significance']['correction']}"
+
+
+def table_report(path, category):
+    """A table's CSV in `snakemake --report`, captioned by its rule's params.caption."""
+    return report(path, caption="../report/table.rst", category=category)
+
+
+def figure_report(path, category):
+    """A figure in `snakemake --report`, captioned by its rule's params.figure_caption."""
+    return report(path, caption="../report/figure.rst", category=category)

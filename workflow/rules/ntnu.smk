@@ -127,9 +127,11 @@ if EXP.ntnu:
                 f"ntnu_table_{nt_table}"
             input:
                 EXP.ntnu_table_inputs(nt_table),
+                metas=EXP.ntnu_table_metas(nt_table),
             output:
                 md=PATH("table", table=nt_table),
                 csv=PATH("table_stem", table=nt_table) + ".csv",
+                html=table_report(PATH("table_stem", table=nt_table) + ".html", "NTNU"),
                 tex=PATH("table_stem", table=nt_table) + ".tex",
                 numbers=PATH("numbers", table=nt_table),
             log:
@@ -142,17 +144,17 @@ if EXP.ntnu:
                 formats=" ".join(f"--value-format {shlex.quote(s)}" for s in EXP.ntnu_value_formats(nt_table)),
                 machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in EXP.ntnu_machine_columns(nt_table)),
                 summary=(f"--summary-row {shlex.quote(EXP.ntnu_summary(nt_table))}" if EXP.ntnu_summary(nt_table) else ""),
-                metas=" ".join(shlex.quote(m) for m in EXP.ntnu_table_metas(nt_table)),
+                significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[NT_FIRST].label,
                 measures=" ".join(NT["measures"]),
                 caption=EXP.ntnu_caption(nt_table),
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " ntnu",
             shell:
-                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
+                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
                 " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.machine}"
-                " {params.summary} --meta {params.metas}"
-                " --caption {params.caption:q} --out {params.out} --formats md csv tex --numbers {output.numbers}"
+                " {params.summary} --meta {input.metas}"
+                " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers}"
                 " --command {params.command:q} > {log}"
 
         if nt_spec["figure"] != "none":
@@ -163,13 +165,14 @@ if EXP.ntnu:
                 input:
                     EXP.ntnu_figure_inputs(nt_table),
                 output:
-                    PATH("figure", figure=nt_table),
+                    figure_report(PATH("figure", figure=nt_table), "NTNU"),
                 log:
                     PATH("log", stage="figures", name=nt_table),
                 conda:
                     ENV
                 params:
                     args=EXP.ntnu_figure_args(nt_table),
+                    figure_caption=EXP.ntnu_caption(nt_table),
                     command=CFG["run_command"] + " ntnu",
                 shell:
                     "python -m reranker tables figure {params.args} --out {output} > {log}"
@@ -181,12 +184,13 @@ if EXP.ntnu:
             input:
                 EXP.ntnu_sweep_evals(),
             output:
-                PATH("figure", figure="ntnu_candidates"),
+                figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
             log:
                 PATH("log", stage="figures", name="ntnu_candidates"),
             conda:
                 ENV
             params:
+                figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
                 specs=" ".join(f"--eval {shlex.quote(s)}" for s in EXP.ntnu_sweep_specs()),
                 measures=" ".join(NT["measures"]),
             shell:

@@ -100,6 +100,7 @@ if EXP.radboud:
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
+                html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
                 tex=PATH("table_stem", table=rb_table) + ".tex",
                 numbers=PATH("numbers", table=rb_table),
             log:
@@ -108,6 +109,7 @@ if EXP.radboud:
                 ENV
             params:
                 specs=EXP.radboud_specs(rb_table),
+                significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[RB["first_stage"]].label,
                 second=EXP.radboud_baseline_row(rb_table) or "",
                 measures=" ".join(RB["measures"]),
@@ -116,9 +118,9 @@ if EXP.radboud:
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " radboud",
             shell:
-                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
+                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
                 " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
-                " --caption {params.caption:q} --formats md csv tex --checkpoints {params.checkpoints}"
+                " --caption {params.caption:q} --formats md csv tex html --checkpoints {params.checkpoints}"
                 " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
     for rb_table in EXP.radboud_pretraining_tables():
@@ -131,6 +133,7 @@ if EXP.radboud:
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
+                html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
                 tex=PATH("table_stem", table=rb_table) + ".tex",
                 numbers=PATH("numbers", table=rb_table),
             log:
@@ -144,4 +147,4 @@ if EXP.radboud:
                 command=CFG["run_command"] + " radboud",
             shell:
                 "python -m reranker tables pretraining --checkpoints {params.specs} --caption {params.caption:q}"
-                " --formats md csv tex --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
+                " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"

@@ -18,6 +18,7 @@ rule baselines_table:
     output:
         md=PATH("table", table="baselines"),
         csv=PATH("table_stem", table="baselines") + ".csv",
+        html=table_report(PATH("table_stem", table="baselines") + ".html", "Collections"),
         numbers=PATH("numbers", table="baselines"),
     log:
         PATH("log", stage="tables", name="baselines"),
@@ -32,7 +33,7 @@ rule baselines_table:
         command=CFG["run_command"],
     shell:
         "python -m reranker tables results --eval {params.specs} --measures {params.measures}"
-        " --row-header Collection --no-bold --caption {params.caption:q} --out {params.out}"
+        " --row-header Collection --no-bold --caption {params.caption:q} --formats md csv html --out {params.out}"
         " --numbers {output.numbers} --note {params.note:q} --command {params.command:q} > {log}"
 
 
@@ -43,6 +44,7 @@ rule dataset_stats_table:
     output:
         md=PATH("table", table="dataset_stats"),
         csv=PATH("table_stem", table="dataset_stats") + ".csv",
+        html=table_report(PATH("table_stem", table="dataset_stats") + ".html", "Collections"),
         numbers=PATH("numbers", table="dataset_stats"),
     log:
         PATH("log", stage="tables", name="dataset_stats"),
@@ -50,12 +52,13 @@ rule dataset_stats_table:
         ENV
     params:
         specs=" ".join(f"{EXP.slug_to_id[s]}:{PATH('stats', collection=s)}" for s in EXP.baseline_slugs),
+        caption="Dataset statistics",
         note=STATS_NOTE,
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
     shell:
-        "python -m reranker tables stats --stats {params.specs} --caption 'Dataset statistics'"
-        " --note {params.note:q} --out {params.out} --numbers {output.numbers}"
+        "python -m reranker tables stats --stats {params.specs} --caption {params.caption:q}"
+        " --note {params.note:q} --formats md csv html --out {params.out} --numbers {output.numbers}"
         " --command {params.command:q} > {log}"
 
 
@@ -73,19 +76,25 @@ if EXP.target_slugs:
         output:
             md=PATH("table", table="birch_main"),
             csv=PATH("table_stem", table="birch_main") + ".csv",
+            html=table_report(PATH("table_stem", table="birch_main") + ".html", "Birch"),
             tex=PATH("table_stem", table="birch_main") + ".tex",
-            figure=PATH("figure", figure="birch_main_per_query_ap"),
+            figure=figure_report(PATH("figure", figure="birch_main_per_query_ap"), "Birch"),
             numbers=PATH("numbers", table="birch_main"),
             folds=[PATH("folds", collection=s) for s in EXP.target_slugs],
-            curves=CURVES,
+            curves=[figure_report(curve, "Birch") for curve in CURVES],
         log:
             PATH("log", stage="tables", name="birch_main"),
         conda:
             ENV
         params:
             specs=EXP.birch_specs(),
+            significance=SIGNIFICANCE,
             baseline=FIRST_STAGES[FIRST].label,
             caption=EXP.birch_caption(),
+            figure_caption=(
+                f"Per-query AP differences of the best fused rows against {FIRST_STAGES[FIRST].label}; and each fine-tuned"
+                " checkpoint's held-out loss against the label prior (checkpoint_*_loss.png)."
+            ),
             measures=" ".join(CFG["measures"]),
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"],
@@ -100,8 +109,8 @@ if EXP.target_slugs:
         shell:
             "mkdir -p {params.folds_dir} {params.fusion} && cp {input.folds} {params.folds_dir}/"
             " && cp -r {params.fusion_work}/. {params.fusion}/ && {params.copy_curves}"
-            " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q}"
-            " --measures {params.measures} --caption {params.caption:q} --formats md csv tex"
+            " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
+            " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
             " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints}"
             " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
