@@ -19,7 +19,7 @@ export OPENAI_API_KEY ?= not-used-by-birch-repro
 PROFILE ?= default
 RUN_DIR = runs/$(PROFILE)
 
-.PHONY: setup run test quick promote lint benchmarks dry-run image test-image test-cluster
+.PHONY: setup run test quick promote lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -46,8 +46,17 @@ run: setup
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
-test: setup lint
+test: setup lint browser
 	$(BIN)/python -m pytest
+
+# Headless Chromium for the report's rendering test (Debian's package, as root); elsewhere that test
+# skips and says why.
+browser:
+	@command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null 2>&1 || \
+	    { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null; }; } ; } || \
+	echo "make browser: no headless Chromium installed (needs root and apt); the report's rendering test will skip"
 
 # The container image (containers/Dockerfile), its build time and size in results/benchmarks/image.json:
 # docker where its daemon runs, else podman; the base from Debian packages where no registry answers.

@@ -3,16 +3,22 @@ ends with the comparison against the stored reference (results/quick/), which mu
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.dag]
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 
 
 def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -31,6 +37,38 @@ def quick_run(tmp_path_factory, birch_data) -> Path:
     assert rerun.returncode == 0
     out.parent.joinpath("rerun.log").write_text(rerun.stdout + rerun.stderr)
     return out
+
+
+@pytest.fixture(scope="module")
+def second_quick_run(quick_run) -> Path:
+    """The quick profile once more, from nothing, into a second run folder (after the first: no shared state)."""
+    out = quick_run.parent.parent / "second" / "run"
+    done = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", "--config", f"run_dir={out}")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
+    return out
+
+
+def without_machine_columns(table: Path) -> str:
+    """A table's Markdown or CSV with the cells of its machine-dependent columns (timings) blanked."""
+    numbers = json.loads((table.parent.parent / "numbers" / f"{table.stem}.json").read_text())
+    timed = set(numbers.get("machine_dependent", []))
+    if table.suffix == ".csv":  # system, collection, measure, value, significant
+        rows = list(csv.reader(io.StringIO(table.read_text())))
+        return repr([row[:3] + ["–"] + row[4:] if row[2] in timed else row for row in rows])
+    lines = table.read_text().splitlines()
+    header = next((line for line in lines if line.startswith("| ")), "")
+    columns = [i for i, name in enumerate(header.split(" | ")) if name.strip(" |") in timed]
+    return "\n".join(" | ".join("–" if i in columns else cell for i, cell in enumerate(line.split(" | ")))
+                     if line.startswith("| ") else line for line in lines)
+
+
+def test_two_clean_runs_give_identical_tables(quick_run, second_quick_run):
+    """Determinism: the same code, data and machine give the same tables, byte for byte, but for timings."""
+    tables = sorted(p.name for p in (quick_run / "tables").glob("*") if p.suffix in (".md", ".csv"))
+    assert tables == sorted(p.name for p in (second_quick_run / "tables").glob("*") if p.suffix in (".md", ".csv"))
+    differ = [name for name in tables
+              if without_machine_columns(quick_run / "tables" / name) != without_machine_columns(second_quick_run / "tables" / name)]
+    assert not differ, differ
 
 
 def test_dry_run_shows_the_dag(birch_data):
@@ -78,12 +116,17 @@ def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
     assert "MaxP" in (quick_run / "tables" / "ntnu_5_1.md").read_text()
 
 
-def test_the_report_holds_every_table_and_figure_with_its_caption(quick_run):
-    """`snakemake --report`: each table (as HTML) and figure of the run, captioned from its rule."""
+@pytest.fixture(scope="module")
+def quick_report(quick_run) -> Path:
     report = quick_run / "report.html"
     done = snakemake("--profile", "workflow/profiles/quick", "--config", f"run_dir={quick_run}", "--report", str(report))
     assert done.returncode == 0, done.stderr[-4000:]
-    html = report.read_text()
+    return report
+
+
+def test_the_report_holds_every_table_and_figure_with_its_caption(quick_run, quick_report):
+    """`snakemake --report`: each table (as HTML) and figure of the run, captioned from its rule."""
+    html = quick_report.read_text()
     tables = sorted(p.stem for p in (quick_run / "tables").glob("*.md"))
     figures = sorted(p.name for p in (quick_run / "figures").glob("*.png"))
     assert len(tables) >= 17 and figures
@@ -92,6 +135,27 @@ def test_the_report_holds_every_table_and_figure_with_its_caption(quick_run):
     for table in ("birch_main", "ntnu_5_5", "radboud_2_1"):  # the caption is the table's first line, rendered
         caption = (quick_run / "tables" / f"{table}.md").read_text().split("\n", 1)[0].strip("*")
         assert caption[:60] in html, table
+
+
+def test_the_report_and_every_figure_in_it_render_in_chromium(quick_run, quick_report):
+    """Headless Chromium: a screenshot of the report's first page, then every figure embedded in it decoded
+    and laid out by the browser (natural size above zero)."""
+    browser = next((shutil.which(name) for name in BROWSERS if shutil.which(name)), None)
+    if browser is None:
+        pytest.skip(f"no headless Chromium ({', '.join(BROWSERS)}); `make browser` installs one on Debian")
+    shot = quick_run / "report.png"
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1000",
+             "--virtual-time-budget=10000"]
+    subprocess.run(flags + [f"--screenshot={shot}", quick_report.as_uri()], capture_output=True, timeout=300, check=True)
+    assert len(set(Image.open(shot).convert("RGB").getdata())) > 50  # more than a blank or error page
+    figures = re.findall(r'"data_uri": "(data:image/png;[^",]*base64,[A-Za-z0-9+/=]+)"', quick_report.read_text())
+    assert len(figures) == len(list((quick_run / "figures").glob("*.png"))), "a figure is missing from the report"
+    gallery = quick_run / "report_figures.html"
+    gallery.write_text("<html><body>" + "".join(f'<img src="{uri}">' for uri in figures) + "<script>onload = () => "
+                       "document.body.setAttribute('data-rendered', [...document.images].filter(i => i.naturalWidth > 0"
+                       " && i.getBoundingClientRect().height > 0).length)</script></body></html>")
+    dom = subprocess.run(flags + ["--dump-dom", gallery.as_uri()], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert f'data-rendered="{len(figures)}"' in dom, dom[:300]
 
 
 def test_rerun_has_nothing_to_do(quick_run):
