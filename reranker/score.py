@@ -47,6 +47,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -342,13 +343,20 @@ class Scorer:
             progress.update(len(scores))
         return scores
 
-    def logits(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
-        """Every logit of (query, text) pairs (bi-encoders: the cosine, one column), float32, input order."""
+    def prepare(self, queries: Sequence[str], texts: Sequence[str]) -> tuple[list[list[int]], list[list[int]]] | None:
+        """The CPU work before the model (tokens), so that it can run beside the model's work on a GPU;
+        bi-encoders encode each distinct text once and prepare nothing."""
+        return None if self.kind == "cosine" or not queries else self.tokenize(queries, texts)
+
+    def logits(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None,
+               prepared: tuple[list[list[int]], list[list[int]]] | None = None) -> np.ndarray:
+        """Every logit of (query, text) pairs (bi-encoders: the cosine, one column), float32, input order.
+        `prepared`: `prepare(queries, texts)`, done earlier."""
         if not queries:
             return np.empty((0, 1), dtype=np.float32)
         if self.kind == "cosine":
             return self.score_bi_encoder(queries, texts, progress)[:, None]
-        return self.logits_tokens(*self.tokenize(queries, texts), progress=progress)
+        return self.logits_tokens(*(prepared or self.tokenize(queries, texts)), progress=progress)
 
     def score(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
         """Scores of (query, text) pairs, as float32 in input order."""
@@ -421,12 +429,27 @@ def part_range(n_shards: int, part: tuple[int, int]) -> range:
     return range((index - 1) * n_shards // count, index * n_shards // count)
 
 
+@dataclass
+class _ShardWork:
+    """A shard's pairs as the model will see them: cache hits, the unique pairs left, their tokens (pending)."""
+
+    keys: list[bytes]
+    known: dict[bytes, np.ndarray]
+    todo: list[bytes]
+    first_pair: dict[bytes, UnitPair]
+    tokens: Future
+
+
 def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os.PathLike,
                         cache: ScoreCache | None = None, shard_size: int = DEFAULT_SHARD_SIZE,
-                        part: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+                        part: tuple[int, int] = (1, 1), prefetch: bool | None = None) -> dict[str, Any]:
     """Score pairs shard by shard into `out` (resuming finished shards); return counts for the meta.
 
-    With `part` (I, N), only the shards of part I are scored, and `out` holds just those.
+    With `part` (I, N), only the shards of part I are scored, and `out` holds just those. With
+    `prefetch` (default: on a GPU), the next shard is tokenised in a thread while the model scores this
+    one: tokenising on the one thread that feeds the GPU leaves it idle. The bytes written are the same
+    (but for a pair that recurs in the next shard, two queries with one text: it is scored again, not
+    read from the cache).
     """
     out = Path(out)
     bounds = plan_shards(pairs, shard_size)
@@ -444,27 +467,50 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
                       first_shard=shards.start)
     progress = tqdm(total=part_pairs, initial=done, desc="score",
                     unit="pair", unit_scale=True, file=sys.stderr, smoothing=0.05)
-    for index in range(first_missing, shards.stop):
-        shard = pairs[bounds[index][0]:bounds[index][1]]
-        keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in shard]
+    prefetch = scorer.device.type == "cuda" if prefetch is None else prefetch
+    worker = ThreadPoolExecutor(max_workers=1) if prefetch else None
+
+    def start(index: int) -> _ShardWork:
+        """Cache lookup here (SQLite stays on this thread); tokens in the worker, or now without one."""
+        keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in pairs[bounds[index][0]:bounds[index][1]]]
         known = cache.get(list(dict.fromkeys(keys))) if cache is not None else {}
         todo = [k for k in dict.fromkeys(keys) if k not in known]  # unique, in shard order
         first_pair = {}
-        for key, pair in zip(keys, shard):
+        for key, pair in zip(keys, pairs[bounds[index][0]:bounds[index][1]]):
             first_pair.setdefault(key, pair)
-        counts["cache_hits"] += sum(key in known for key in keys)
-        progress.update(len(shard) - len(todo))
-        started = time.perf_counter()
-        values = scorer.logits([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress)
-        counts["model_seconds"] += time.perf_counter() - started
-        counts["scored"] += len(todo)
-        fresh = dict(zip(todo, values))
-        if cache is not None:
-            cache.put(fresh.items())
-        known.update(fresh)
-        scores = scorer.read(np.stack([known[key] for key in keys])) if keys else np.empty(0, dtype=np.float32)
-        write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
-                          shard_files[index])
+        args = ([first_pair[k].query for k in todo], [first_pair[k].text for k in todo])
+        if worker is not None:
+            tokens = worker.submit(scorer.prepare, *args)
+        else:
+            tokens = Future()
+            tokens.set_result(None)  # tokenised inside `logits`, as the model needs them
+        return _ShardWork(keys, known, todo, first_pair, tokens)
+
+    upcoming = start(first_missing) if first_missing < shards.stop else None
+    try:
+        for index in range(first_missing, shards.stop):
+            shard = pairs[bounds[index][0]:bounds[index][1]]
+            work, upcoming = upcoming, start(index + 1) if worker is not None and index + 1 < shards.stop else None
+            keys, known, todo, first_pair = work.keys, work.known, work.todo, work.first_pair
+            counts["cache_hits"] += sum(key in known for key in keys)
+            progress.update(len(shard) - len(todo))
+            started = time.perf_counter()
+            values = scorer.logits([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress,
+                                   prepared=work.tokens.result())
+            counts["model_seconds"] += time.perf_counter() - started
+            counts["scored"] += len(todo)
+            fresh = dict(zip(todo, values))
+            if cache is not None:
+                cache.put(fresh.items())
+            known.update(fresh)
+            scores = scorer.read(np.stack([known[key] for key in keys])) if keys else np.empty(0, dtype=np.float32)
+            write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
+                              shard_files[index])
+            if worker is None and index + 1 < shards.stop:  # looked up after this shard's scores are cached
+                upcoming = start(index + 1)
+    finally:
+        if worker is not None:
+            worker.shutdown(wait=True, cancel_futures=True)
     progress.close()
     join_unit_scores([shard_files[i] for i in shards], out)
     shutil.rmtree(directory)

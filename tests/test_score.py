@@ -130,6 +130,22 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     assert [tuple(r.split("\t")[:3]) for r in rows] == [(p.qid, p.doc_id, str(p.unit)) for p in pairs]
 
 
+def test_next_shard_tokenised_beside_the_model_gives_the_same_bytes(pairs, tiny_model_dir, tmp_path):
+    """Prefetch (a GPU's default, forced here on the CPU): the next shard's tokens come from a thread."""
+    scorer = sc.Scorer(load_classifier(str(tiny_model_dir)), batch_size=8)
+    calls = []
+    prepare = scorer.prepare
+    scorer.prepare = lambda queries, texts: calls.append(len(queries)) or prepare(queries, texts)
+    outputs = {}
+    for prefetch in (False, True):
+        out = tmp_path / f"prefetch-{prefetch}.tsv"
+        counts = sc.score_pairs_sharded(scorer, pairs, out, shard_size=32, prefetch=prefetch)
+        outputs[prefetch] = out.read_bytes()
+        assert counts["scored"] == len(pairs)
+    assert outputs[True] == outputs[False]
+    assert len(calls) == len(sc.plan_shards(pairs, 32))  # every shard prepared, only when prefetching
+
+
 def test_shards_hold_whole_queries_near_the_shard_size(pairs):
     for size in (1, 32, 100, 250, 10**6):
         bounds = sc.plan_shards(pairs, size)
