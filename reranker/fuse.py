@@ -395,7 +395,6 @@ def run_birch(args: argparse.Namespace) -> int:
     candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, fusion["short_docs"]) for m in methods}
     fused, choices, chosen = cross_validate_sets(run, candidate_sets, qrels, folds, args.top_n, alpha_step, weight_step,
                                                  min_grade, fusion["cutoff"])
-    write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
     tested = sum(c.test_queries for c in choices)
     test_ap = sum(c.test_ap * c.test_queries for c in choices if c.test_queries) / tested
     settings = describe(args.top_n, alpha_step, weight_step, normalise, fusion["short_docs"], min_grade, fusion["cutoff"])
@@ -403,6 +402,8 @@ def run_birch(args: argparse.Namespace) -> int:
                                                         "qrels": str(args.qrels), "folds": str(args.folds)},
                                  "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
                                  **({"normalise_per_fold": chosen} if normalise == "cv" else {})})
+    # The run last: where it exists, so do the parameters that made it (each file is written atomically).
+    write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
     for c in choices:
         how = f" {chosen[c.fold]}" if normalise == "cv" else ""
         print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
