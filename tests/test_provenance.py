@@ -35,7 +35,6 @@ KNOWN_GAPS = {
     "numbers/baselines.json": "made at 958e9bb with uncommitted changes; remade by the next clean `make run`",
     "numbers/dataset_stats.json": "made at 958e9bb with uncommitted changes; remade by the next clean `make run`",
     "numbers/birch_main.json": "made at 958e9bb with uncommitted changes; remade by the next clean `make run`",
-    "numbers/radboud_2_2.json": "made before pre-training tables recorded fingerprints",
     "quick/numbers/baselines.json": "made at 092944a with uncommitted changes",
     "quick/numbers/dataset_stats.json": "made at 092944a with uncommitted changes",
     "quick/numbers/birch_main.json": "made at 092944a with uncommitted changes",
