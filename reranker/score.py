@@ -436,7 +436,8 @@ class _ShardWork:
     keys: list[bytes]
     known: dict[bytes, np.ndarray]
     todo: list[bytes]
-    first_pair: dict[bytes, UnitPair]
+    queries: list[str]  # of the pairs left, in `todo`'s order
+    texts: list[str]
     tokens: Future
 
 
@@ -472,31 +473,31 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
 
     def start(index: int) -> _ShardWork:
         """Cache lookup here (SQLite stays on this thread); tokens in the worker, or now without one."""
-        keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in pairs[bounds[index][0]:bounds[index][1]]]
+        shard = pairs[bounds[index][0]:bounds[index][1]]
+        keys = [ScoreCache.key(scorer.cache_context, p.query, p.text) for p in shard]
         known = cache.get(list(dict.fromkeys(keys))) if cache is not None else {}
-        todo = [k for k in dict.fromkeys(keys) if k not in known]  # unique, in shard order
         first_pair = {}
-        for key, pair in zip(keys, pairs[bounds[index][0]:bounds[index][1]]):
+        for key, pair in zip(keys, shard):
             first_pair.setdefault(key, pair)
-        args = ([first_pair[k].query for k in todo], [first_pair[k].text for k in todo])
+        todo = [k for k in first_pair if k not in known]  # unique, in shard order
+        queries, texts = [first_pair[k].query for k in todo], [first_pair[k].text for k in todo]
         if worker is not None:
-            tokens = worker.submit(scorer.prepare, *args)
+            tokens = worker.submit(scorer.prepare, queries, texts)
         else:
             tokens = Future()
             tokens.set_result(None)  # tokenised inside `logits`, as the model needs them
-        return _ShardWork(keys, known, todo, first_pair, tokens)
+        return _ShardWork(keys, known, todo, queries, texts, tokens)
 
     upcoming = start(first_missing) if first_missing < shards.stop else None
     try:
         for index in range(first_missing, shards.stop):
             shard = pairs[bounds[index][0]:bounds[index][1]]
             work, upcoming = upcoming, start(index + 1) if worker is not None and index + 1 < shards.stop else None
-            keys, known, todo, first_pair = work.keys, work.known, work.todo, work.first_pair
+            keys, known, todo = work.keys, work.known, work.todo
             counts["cache_hits"] += sum(key in known for key in keys)
             progress.update(len(shard) - len(todo))
             started = time.perf_counter()
-            values = scorer.logits([first_pair[k].query for k in todo], [first_pair[k].text for k in todo], progress,
-                                   prepared=work.tokens.result())
+            values = scorer.logits(work.queries, work.texts, progress, prepared=work.tokens.result())
             counts["model_seconds"] += time.perf_counter() - started
             counts["scored"] += len(todo)
             fresh = dict(zip(todo, values))
