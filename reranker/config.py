@@ -323,7 +323,12 @@ def collection_config(config: Mapping, collection_id: str) -> dict:
     known = config.get("collections", {})
     if collection_id not in known:
         raise ConfigError(f"unknown collection {collection_id!r}; known collections: {', '.join(sorted(known))}")
-    return {**known[collection_id], "id": collection_id}
+    entry = {**known[collection_id], "id": collection_id}
+    if entry.get("of") is not None:  # a derived collection (source: titles) reads its parent's files
+        if entry["of"] == collection_id:
+            raise ConfigError(f"collection {collection_id!r}: `of` names itself")
+        entry["parent"] = collection_config(config, entry["of"])
+    return entry
 
 
 def checkpoint_config(config: Mapping, name: str) -> dict:

@@ -589,22 +589,40 @@ class Experiment:
         return " ".join(shlex.quote(f"{self.label(c)}:{self.layout.path('checkpoint_meta', checkpoint=c)}")
                         for c in self.table_finetuned)
 
+    def training_text(self, name: str) -> str:
+        """A checkpoint's training in words: each stage's collections, mixed (+) or in turn (→), and its own settings."""
+        entry = self.checkpoint(name)
+        if entry["source"] != "finetune":
+            return ""
+        before = self.training_text(entry["base"])
+        sources = (" + " if entry.get("mix") else " → ").join(entry["train_on"])
+        own = entry.get("training", {})
+        settings = ", ".join(f"{key.replace('_', ' ')} {value:g}" if isinstance(value, float) else f"{key.replace('_', ' ')} {value}"
+                             for key, value in own.items() if key in ("learning_rate", "max_pairs", "epochs"))
+        return (f"{before} → " if before else "") + sources + (f" ({settings})" if settings else "")
+
     def birch_caption(self) -> str:
         fine_tuned = self.finetuned(self.birch["checkpoints"])
-        models = "; ".join(f"{self.label(c)} = {self.hub_model(c)} fine-tuned on {' → '.join(self.training_chain(c))}"
-                           for c in fine_tuned)
+        models = "; ".join(f"{self.label(c)} = {self.hub_model(c)} fine-tuned on {self.training_text(c)}" for c in fine_tuned)
+        titled = sorted({cid for c in fine_tuned for cid in self.training_chain(c)
+                         if self.collection(slug(cid)).get("source") == "titles"})
+        parents = ", ".join(self.collection(slug(cid))["of"] for cid in titled)
+        titles_text = (f" {', '.join(titled)}: each document's title as a query of its own body, with BM25 negatives from the "
+                       f"same collection: the documents of {parents}, never their queries or judgments." if titled else "")
         references = [c for c in self.birch["checkpoints"] if self.checkpoint(c).get("head") == "bi_encoder"]
         training = self.config["training"]
         reference_text = (f" Reference rows, not Birch's classifier: {', '.join(self.label(c) for c in references)}, "
                           f"the cosine of the mean-pooled query and sentence vectors as S_i in the same fusion."
                           if references else "")
-        return (f"Birch on open collections, cross-domain (no checkpoint is trained on a collection it is evaluated on). "
+        return (f"Birch on open collections, cross-domain (no checkpoint is trained on the queries or judgments of a "
+                f"collection it is evaluated on). "
                 f"{FIRST_STAGES[self.first_stage].label} top {self.k} documents reranked, the rest kept in order; "
                 f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
                 f" (a classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
                 f"{training['negatives_per_positive']} BM25 negatives per positive, {training['epochs']} epochs, "
                 f"max length {training['max_length']}, the step with the lowest held-out loss on "
-                f"{training['validation_fraction']:.0%} of the training queries). a, w2, w3 chosen by "
+                f"{training['validation_fraction']:.0%} of the training queries; a checkpoint's own settings in brackets)."
+                f"{titles_text} a, w2, w3 chosen by "
                 f"{self.birch['folds']['k']}-fold CV on AP (folds in {self.config['reference']}/folds/).{reference_text}")
 
     def baseline_specs(self) -> str:

@@ -83,6 +83,37 @@ def test_cranfield_title_not_repeated_in_text(config):
     assert docs["1369"].text.startswith("the formula of stokes for the resistance")
 
 
+@pytest.mark.parametrize("collection_id", ["cranfield-titles", "cisi-titles", "cacm-titles"])
+def test_titles_are_queries_of_their_own_bodies_and_read_no_judgment(config, collection_id, tmp_path):
+    """Weak supervision from documents alone: each title a query, its body the one relevant document,
+    the body never holding the title; CACM's title-only records are left out."""
+    parent = load_collection(collection_id.removesuffix("-titles"), config)
+    titles = load_collection(collection_id, config)
+    titles.parent._read_qrels = lambda: pytest.fail("a titles collection read its parent's judgments")
+    titles.parent._read_queries = lambda: pytest.fail("a titles collection read its parent's queries")
+    originals = {doc.doc_id: doc for doc in parent.docs_iter()}
+    queries, qrels, docs = titles.queries(), titles.qrels(), {doc.doc_id: doc for doc in titles.docs_iter()}
+    assert len(queries) > 1000 and set(queries) == set(qrels) == set(docs)
+    assert all(judged == {qid: 1} for qid, judged in qrels.items())
+    for doc_id, doc in docs.items():
+        assert doc.title == "" and doc.text == originals[doc_id].text and len(doc.text.split()) >= 20
+        assert " ".join(originals[doc_id].title.split()).startswith(queries[doc_id])
+    left_out = set(originals) - set(docs)
+    assert all(len(originals[d].text.split()) < 20 or len(originals[d].title.split()) < 3 for d in left_out)
+    if collection_id == "cacm-titles":
+        assert len(left_out) > 1500  # title-only records
+    # Exported like any collection.
+    stats = export_collection(titles, tmp_path)
+    assert stats["queries"] == len(queries) and (tmp_path / "qrels.txt").read_text().count("\n") == len(queries)
+
+
+def test_a_titles_collection_needs_its_parent(config):
+    with pytest.raises(ConfigError, match="names itself"):
+        load_collection("loop", {**config, "collections": {**config["collections"], "loop": {"source": "titles", "of": "loop"}}})
+    with pytest.raises(ConfigError, match="unknown collection 'nowhere'"):
+        load_collection("orphan", {**config, "collections": {**config["collections"], "orphan": {"source": "titles", "of": "nowhere"}}})
+
+
 def test_strip_markup():
     assert strip_markup("<P>Fish &amp; chips</P>\n<br/>  tasty&nbsp;&lt;3 <!-- note -->") == "Fish & chips tasty <3"
     assert strip_markup("if a < b and c > d then") == "if a < b and c > d then"
