@@ -34,16 +34,19 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# the HTML report of every table and figure (runs/default/report.html); then the run's wall clock (runs/default/numbers/run.json), and the Radboud and NTNU parts' own (the union of
-# their jobs' spans: *_time.json).
+# then the run's wall clock (runs/default/numbers/run.json), the Radboud and NTNU parts' own (the union of
+# their jobs' spans: *_time.json), the resources table again with that wall clock, and the HTML report
+# of every table and figure (runs/default/report.html).
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
-	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html
 	log="$$(ls -t .snakemake/log/*.snakemake.log | head -1)" && \
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --out $(RUN_DIR)/numbers/run.json --command "make run" && \
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'radboud|segment_documents' \
 		--out $(RUN_DIR)/numbers/radboud_time.json --command "make run" && \
 	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
+	$(BIN)/python -m reranker tables resources --run-dir $(RUN_DIR) --wall-clock $(RUN_DIR)/numbers/run.json \
+		--formats md csv html --out $(RUN_DIR)/tables/resources --numbers $(RUN_DIR)/numbers/resources.json --command "make run"
+	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser

@@ -51,3 +51,4 @@ include: "workflow/rules/tables.smk"
 rule all:
     input:
         EXP.layout.path("comparison"),
+        EXP.layout.path("table", table="resources"),

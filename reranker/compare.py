@@ -26,6 +26,8 @@ from reranker.workflow import PUBLISHED, PUBLISHED_FILES
 
 LUCENE_TABLES = {"baselines", "dataset_stats"}
 LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()}  # provided runs sit in the baselines table
+# Built after the comparison, from the run's own timings (what every stage cost): promoted, never compared.
+AFTER_COMPARISON = {"resources"}
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def kind_of(table: str, key: tuple[str, ...]) -> str:
 
 def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, float]) -> list[Difference]:
     differences = []
-    names = sorted({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})
+    names = sorted(({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})
+                   - AFTER_COMPARISON)
     for table in names:
         (run, run_machine), (ref, ref_machine) = (_numbers(folder / "numbers" / f"{table}.json") for folder in (run_dir, reference))
         for key in sorted(run.keys() | ref.keys()):
@@ -86,8 +89,8 @@ def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
 def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
     """(path, identical | differs | new | missing) for every published table file."""
     rows = []
-    run_files = {p.relative_to(run_dir) for p in (run_dir / "tables").glob("*") if p.is_file()}
-    ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file()}
+    run_files = {p.relative_to(run_dir) for p in (run_dir / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON}
+    ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON}
     for rel in sorted(run_files | ref_files):
         if rel not in ref_files:
             rows.append((str(rel), "new"))

@@ -70,3 +70,70 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision not in PRECISIONS:
         raise InputError(f"precision must be auto or one of {', '.join(PRECISIONS)}, not {precision!r}")
     return precision
+
+
+def machine() -> dict[str, Any]:
+    """The CPU model, whether it computes bf16, its usable threads and the GPU (or "none")."""
+    info = cpu_info()
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return {"cpu": info["model"], "cpu_bf16": any(flag in info["flags"] for flag in CPU_BF16_FLAGS),
+            "threads": cpu_threads(), "gpu": gpu}
+
+
+def _nvml_energy_mj(index: int) -> int | None:
+    """Total energy the GPU has used since the driver loaded, in mJ; None without NVML or support."""
+    try:
+        import pynvml  # nvidia-ml-py, optional
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(pynvml.nvmlDeviceGetHandleByIndex(index)))
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+
+
+class DeviceUsage:
+    """What a stage used on its device: the GPU's name, peak memory and, where NVML reports it, energy.
+
+    Start it before the work and `record()` after. On a CPU every field says "none", never zero, so
+    a table cannot mistake a CPU run for a GPU run that used nothing."""
+
+    NONE = {"gpu": "none", "gpu_peak_memory_mib": "none", "gpu_energy_joules": "none"}
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.index = device.index if device.index is not None else torch.cuda.current_device()
+            torch.cuda.reset_peak_memory_stats(self.index)
+            self.energy_start = _nvml_energy_mj(self.index)
+
+    def record(self) -> dict[str, Any]:
+        if not self.cuda:
+            return dict(self.NONE)
+        energy_end = _nvml_energy_mj(self.index)
+        energy = (round((energy_end - self.energy_start) / 1000, 1)
+                  if energy_end is not None and self.energy_start is not None else "none")
+        return {"gpu": torch.cuda.get_device_name(self.index),
+                "gpu_peak_memory_mib": round(torch.cuda.max_memory_allocated(self.index) / 2**20, 1),
+                "gpu_energy_joules": energy}
+
+
+def combine_usage(records: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Parts of one stage (score --part): the largest peak and the summed energy; "none" where any part lacks it."""
+    records = [record or DeviceUsage.NONE for record in records]
+    gpus = sorted({str(record["gpu"]) for record in records} - {"none"})
+    if not gpus:
+        return dict(DeviceUsage.NONE)
+
+    def numbers(key: str) -> list[float] | None:
+        values = [record[key] for record in records]
+        return values if all(isinstance(value, (int, float)) for value in values) else None
+
+    peaks, energies = numbers("gpu_peak_memory_mib"), numbers("gpu_energy_joules")
+    return {"gpu": " + ".join(gpus), "gpu_peak_memory_mib": max(peaks) if peaks else "none",
+            "gpu_energy_joules": round(sum(energies), 1) if energies else "none"}

@@ -67,7 +67,7 @@ from reranker.formats.segments import Segments, read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
-from reranker.hardware import compute_dtype, cpu_threads, resolve_precision
+from reranker.hardware import DeviceUsage, combine_usage, compute_dtype, cpu_threads, machine, resolve_precision
 from reranker.models import Classifier, load_classifier, mean_pool, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
@@ -545,6 +545,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
     classifier = load_classifier(checkpoint, head=head, relevant_index=relevant_index, num_layers=num_layers)
     scorer = Scorer(classifier, kind=kind, precision=precision, device=device, batch_size=batch_size,
                     max_length=max_length, threads=threads, batch_tokens=batch_tokens)
+    usage = DeviceUsage(scorer.device)
     cache = ScoreCache(cache_dir) if cache_dir is not None else None
     try:
         counts = score_pairs_sharded(scorer, pairs, out, cache=cache, shard_size=shard_size, part=part)
@@ -564,6 +565,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
         "inputs": {"segments": str(segments_path), "run": str(run_path), "topics": str(topics_path),
                    "qrels": str(qrels_path) if qrels_path is not None else None},
         "queries": len(run), "relevant_index": classifier.relevant_index,
+        "device_usage": usage.record(), "machine": machine(),
     }
     write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
@@ -605,7 +607,8 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}
     summed = {key: sum(meta[key] for _, meta in ordered)
               for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds", "seconds")}
-    meta = {**first, **summed, "parts": [str(path) for path, _ in ordered], "seconds": round(summed["seconds"], 3)}
+    meta = {**first, **summed, "parts": [str(path) for path, _ in ordered], "seconds": round(summed["seconds"], 3),
+            "device_usage": combine_usage([meta.get("device_usage") for _, meta in ordered])}
     meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
     meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None
     write_json(meta_path(out), meta, indent=2, sort_keys=True)

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import report
@@ -374,6 +375,8 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
 
     `machine_dependent` columns (timings) are stored but not compared with a reference."""
     document = {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()}
+    if Path(path).name != "resources.json":  # what the run that made these numbers cost, beside them
+        document["provenance"]["resources"] = str(Path(path).with_name("resources.json"))
     if machine_dependent:
         document["machine_dependent"] = sorted(machine_dependent)
     write_json(path, document, indent=1, sort_keys=True, ensure_ascii=False)
@@ -514,11 +517,135 @@ def part_wall_clock(logs: Sequence[str | os.PathLike], match: str) -> dict:
             "jobs": len(spans), "jobs_by_rule": dict(sorted(rules.items())), "snakemake_logs": [Path(log).name for log in logs]}
 
 
+# Stages in the order a run reaches them; a stage not listed sorts after them.
+STAGE_ORDER = ("export", "folds", "index", "retrieve", "evaluate", "segment", "train", "score", "join", "fuse",
+               "aggregate", "speed", "tables", "figures", "compare")
+RESOURCE_COLUMNS = ("jobs", "time (s)", "CPU time (s)", "max RSS (MiB)")
+RESOURCE_EXTRAS = ("pairs/s", "GPU", "GPU peak (MiB)", "GPU energy (J)")
+GENERATED_CHECKPOINTS = ("radboud-", "ntnu-")  # one per fold or table row: a row per experiment
+
+
+def resource_subject(stage: str, name: str) -> str:
+    """The table's second key: the collection for per-collection stages, the checkpoint for train."""
+    if stage in ("tables", "figures", "compare"):
+        return "all"
+    if stage == "train":
+        return next((f"{prefix}*" for prefix in GENERATED_CHECKPOINTS if name.startswith(prefix)), name)
+    return name.split(".")[0]
+
+
+def resource_metas(work_dir: str | os.PathLike) -> list[tuple[str, str, dict]]:
+    """(stage, subject, meta) of every checkpoint and score run under a run's work folder; score parts
+    count once, through their gathered meta."""
+    work = Path(work_dir)
+    found = [("train", resource_subject("train", path.parent.name), json.loads(path.read_text()))
+             for path in sorted(work.glob("checkpoints/*/reranker.json"))]
+    for path in sorted(work.glob("scores/*/**/*.meta.json")):
+        meta = json.loads(path.read_text())
+        if meta.get("part", "1/1") == "1/1":
+            found.append(("score", path.relative_to(work / "scores").parts[0], meta))
+    return found
+
+
+def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], machine: Mapping[str, Any],
+                    caption: str, wall_clock: float | None = None) -> Table:
+    """Stage x collection: jobs, time, CPU time and peak memory from Snakemake's benchmarks; pairs/s and
+    the GPU's name, peak memory and energy from the stages' metas; a sum row; notes on the wall clock."""
+    from reranker.formats.benchmarks import busy_seconds
+    from reranker.hardware import combine_usage
+
+    groups: dict[tuple[str, str], list] = {}
+    for job in jobs:
+        groups.setdefault((job.stage, resource_subject(job.stage, job.name)), []).append(job)
+    order = lambda key: (STAGE_ORDER.index(key[0]) if key[0] in STAGE_ORDER else len(STAGE_ORDER), key)  # noqa: E731
+    integer = lambda column, value: f"{value:,.0f}" if column != "time (s)" or value >= 10 else f"{value:.1f}"  # noqa: E731
+    table = Table(caption, ["resources"], list(RESOURCE_COLUMNS), row_header="Stage · collection", bold_best=False,
+                  number_format=integer)
+    by_key: dict[tuple[str, str], list[dict]] = {}
+    for stage, subject, meta in metas:
+        by_key.setdefault((stage, subject), []).append(meta)
+
+    def add_row(row: str, members: Sequence, key_metas: Sequence[dict], rate: bool = True) -> None:
+        rss = [job.max_rss_mib for job in members if job.max_rss_mib is not None]
+        cpu = [job.cpu_seconds for job in members if job.cpu_seconds is not None]
+        values = {"jobs": len(members), "time (s)": sum(job.seconds for job in members),
+                  "CPU time (s)": sum(cpu) if cpu else math.nan, "max RSS (MiB)": max(rss) if rss else math.nan}
+        for column, value in values.items():
+            table.add(row, "resources", column, float(value))
+        rates = [(meta["throughput"]["pairs_per_second"], meta.get("seconds") or 0) if "throughput" in meta
+                 else (meta["pairs"] / meta["seconds"] if meta.get("seconds") else None, meta.get("seconds") or 0)
+                 for meta in key_metas]
+        rates = [(rate, seconds) for rate, seconds in rates if rate is not None and seconds]
+        pairs_rate = sum(r * seconds for r, seconds in rates) / sum(seconds for _, seconds in rates) if rates and rate else "–"
+        usage = combine_usage([meta.get("device_usage") for meta in key_metas]) if key_metas else None
+        table.add_value(row, "pairs/s", round(pairs_rate, 1) if isinstance(pairs_rate, float) else pairs_rate)
+        table.add_value(row, "GPU", usage["gpu"] if usage else "–")
+        table.add_value(row, "GPU peak (MiB)", usage["gpu_peak_memory_mib"] if usage else "–")
+        table.add_value(row, "GPU energy (J)", usage["gpu_energy_joules"] if usage else "–")
+
+    for key in sorted(groups, key=order):
+        add_row(f"{key[0]} · {key[1]}", groups[key], by_key.get(key, []))
+    add_row("sum", list(jobs), [meta for _, _, meta in metas], rate=False)  # pairs of train and score do not add
+    table.extra_formats.update({"pairs/s": ",.1f", "GPU peak (MiB)": ",.0f", "GPU energy (J)": ",.0f"})
+    busy = busy_seconds(list(jobs))
+    total = sum(job.seconds for job in jobs)
+    table.notes.append(f"Machine: {machine['cpu']} ({machine['threads']} threads, bf16 "
+                       f"{'yes' if machine['cpu_bf16'] else 'no'}); GPU: {machine['gpu']}.")
+    table.notes.append(f"Time, CPU time and max RSS are Snakemake's `benchmark:` of each job (benchmarks/<stage>/); "
+                       f"pairs/s and GPU fields come from the train and score stages' meta files (\"none\": no GPU). "
+                       f"The sum row adds the jobs' times ({total / 60:.1f} min); jobs that ran side by side make it "
+                       f"exceed the wall clock during which any job ran: {busy / 60:.1f} min.")
+    if wall_clock is not None:
+        rest = wall_clock - busy
+        table.notes.append(f"The run's measured wall clock (Snakemake's log, numbers/run.json): {wall_clock / 60:.1f} min; "
+                           f"the jobs cover {busy / wall_clock:.0%} of it. The rest, {rest / 60:.1f} min, is Snakemake's "
+                           "start-up (parsing, DAG and checksums) and the gaps between a job's end and the next one's start.")
+    return table
+
+
+def main_resources(argv: list[str]) -> int:
+    """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks."""
+    parser = argparse.ArgumentParser(prog="python -m reranker tables resources",
+                                     description="time, memory, pairs/s and GPU use per stage and collection of one run")
+    parser.add_argument("--run-dir", required=True, help="the run folder: its benchmarks/ and work/ are read")
+    parser.add_argument("--wall-clock", help="numbers/run.json of the finished run (`tables wallclock`): compared with the jobs' time")
+    parser.add_argument("--caption", default="What every stage cost")
+    parser.add_argument("--out", required=True, help="output path without suffix")
+    parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
+    parser.add_argument("--numbers", help="also store every number with its provenance (JSON)")
+    parser.add_argument("--command", default="", help="the command that produced the table, for provenance")
+    args = parser.parse_args(argv)
+    try:
+        from reranker.formats.benchmarks import read_benchmarks
+        from reranker.hardware import machine
+
+        run_dir = Path(args.run_dir)
+        jobs = read_benchmarks(run_dir / "benchmarks")
+        if not jobs:
+            raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
+        wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
+        table = resources_table(jobs, resource_metas(run_dir / "work"), machine(), args.caption, wall_clock)
+        written = table.write(args.out, args.formats)
+        if args.numbers:
+            columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
+            extra = {"benchmarks": len(jobs), "machine": machine()}
+            inputs = [args.wall_clock] if args.wall_clock else []
+            write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
+            written.append(Path(args.numbers))
+    except Exception as err:
+        return report("tables resources", err)
+    for path in written:
+        print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["wallclock"]:
         return main_wall_clock(argv[1:])
+    if argv[:1] == ["resources"]:
+        return main_resources(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker tables",
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)

@@ -638,6 +638,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     precision = hardware.resolve_precision(config.precision, device)
     dtype = hardware.compute_dtype(precision, device)
     started = time.perf_counter()
+    usage = hardware.DeviceUsage(device)
     if config.task != "rank" and len(sources) != 1:
         raise InputError(f"task {config.task} pre-trains on one collection's documents, not {len(sources)}")
     with deterministic(config.seed):
@@ -792,6 +793,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
                         "padding_fraction": round(1 - tokens_seen / padded_seen, 4) if padded_seen else None,
                         "threads": torch.get_num_threads() if device.type == "cpu" else None},
             seconds=round(time.perf_counter() - started, 1),
+            device_usage=usage.record(), machine=hardware.machine(),
             versions={"torch": torch.__version__, "transformers": transformers.__version__},
             complete=True,
         )

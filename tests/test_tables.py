@@ -378,3 +378,69 @@ def test_figure_sweep_numbers_per_label_measure_and_x(tmp_path, capsys):
     capsys.readouterr()
     assert tables.main(["figure", "sweep", "--eval", specs[0], "--measures", "nDCG@20", "--out", str(tmp_path / "x.png")]) == 2
     assert "nDCG@20" in capsys.readouterr().err and not (tmp_path / "x.png").exists()
+
+
+BENCHMARK_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def write_benchmark(folder, stage, name, seconds, end, rss=100.0, cpu=None):
+    """A job's benchmark file in Snakemake's layout, ending at `end` (epoch seconds, the file's mtime)."""
+    import os
+
+    path = folder / stage / f"{name}.tsv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(BENCHMARK_HEADER + f"{seconds}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t50\t{seconds if cpu is None else cpu}\n")
+    os.utime(path, (end, end))
+
+
+def test_resources_table_sums_jobs_and_counts_side_by_side_jobs_once_in_the_wall_clock(tmp_path):
+    """Two 60 s jobs side by side and a 30 s one after a 10 s gap: 150 s of job time, 90 s busy; with a
+    measured wall clock of 100 s, the note says the jobs cover 90% and names the rest."""
+    from reranker.formats.benchmarks import busy_seconds, read_benchmarks
+
+    bench = tmp_path / "run" / "benchmarks"
+    write_benchmark(bench, "index", "cranfield", 60, 1_000_060, rss=900)
+    write_benchmark(bench, "retrieve", "cranfield.bm25", 60, 1_000_060, rss=1200)
+    write_benchmark(bench, "score", "cranfield.scifact.sentences", 30, 1_000_100, rss=2000, cpu=55)
+    meta = tmp_path / "run" / "work" / "scores" / "cranfield" / "scifact" / "bm25.k30.sentences.tsv.meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"pairs": 3000, "seconds": 30.0, "device_usage": {
+        "gpu": "none", "gpu_peak_memory_mib": "none", "gpu_energy_joules": "none"}}))
+    run_json = tmp_path / "run.json"
+    run_json.write_text(json.dumps({"wall_clock_seconds": 100.0}))
+    jobs = read_benchmarks(bench)
+    assert [job.stage for job in jobs] == ["index", "retrieve", "score"]
+    assert busy_seconds(jobs) == pytest.approx(90)
+    out = tmp_path / "tables" / "resources"
+    assert tables.main(["resources", "--run-dir", str(tmp_path / "run"), "--wall-clock", str(run_json),
+                        "--formats", "md", "csv", "--out", str(out), "--numbers", str(tmp_path / "resources.json")]) == 0
+    numbers = json.loads((tmp_path / "resources.json").read_text())
+    rows = numbers["numbers"]["resources"]
+    assert list(rows) == ["index · cranfield", "retrieve · cranfield", "score · cranfield", "sum"]
+    assert rows["sum"]["time (s)"] == 150 and rows["sum"]["jobs"] == 3 and rows["sum"]["max RSS (MiB)"] == 2000
+    assert rows["score · cranfield"]["pairs/s"] == 100.0 and rows["score · cranfield"]["CPU time (s)"] == 55
+    assert rows["score · cranfield"]["GPU"] == "none" and rows["index · cranfield"]["GPU"] == "–"
+    assert "time (s)" in numbers["machine_dependent"]  # timings are shown by compare, never compared
+    text = out.with_suffix(".md").read_text()
+    assert "2.5 min" in text and "1.5 min" in text and "90% of it" in text and "The rest, 0.2 min" in text
+
+
+def test_resources_table_without_benchmarks_is_an_error_and_writes_nothing(tmp_path, capsys):
+    (tmp_path / "run" / "benchmarks").mkdir(parents=True)
+    assert tables.main(["resources", "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "resources")]) == 2
+    assert "no job benchmarks" in capsys.readouterr().err and not list(tmp_path.glob("resources*"))
+
+
+def test_device_usage_says_none_on_a_cpu_and_parts_combine():
+    import torch
+
+    from reranker.hardware import DeviceUsage, combine_usage, machine
+
+    usage = DeviceUsage(torch.device("cpu")).record()
+    assert usage == {"gpu": "none", "gpu_peak_memory_mib": "none", "gpu_energy_joules": "none"}
+    assert combine_usage([usage, None]) == usage
+    gpu = {"gpu": "NVIDIA H100", "gpu_peak_memory_mib": 900.0, "gpu_energy_joules": 50.0}
+    assert combine_usage([gpu, {**gpu, "gpu_peak_memory_mib": 1200.0, "gpu_energy_joules": 25.0}]) == {
+        "gpu": "NVIDIA H100", "gpu_peak_memory_mib": 1200.0, "gpu_energy_joules": 75.0}
+    assert combine_usage([gpu, {**gpu, "gpu_energy_joules": "none"}])["gpu_energy_joules"] == "none"
+    assert set(machine()) == {"cpu", "cpu_bf16", "threads", "gpu"}

@@ -64,8 +64,10 @@ def without_machine_columns(table: Path) -> str:
 
 def test_two_clean_runs_give_identical_tables(quick_run, second_quick_run):
     """Determinism: the same code, data and machine give the same tables, byte for byte, but for timings."""
-    tables = sorted(p.name for p in (quick_run / "tables").glob("*") if p.suffix in (".md", ".csv"))
-    assert tables == sorted(p.name for p in (second_quick_run / "tables").glob("*") if p.suffix in (".md", ".csv"))
+    # resources.* is what the run cost: its notes give minutes (its columns are machine columns anyway).
+    tables = sorted(p.name for p in (quick_run / "tables").glob("*") if p.suffix in (".md", ".csv") and p.stem != "resources")
+    assert tables == sorted(p.name for p in (second_quick_run / "tables").glob("*")
+                            if p.suffix in (".md", ".csv") and p.stem != "resources")
     differ = [name for name in tables
               if without_machine_columns(quick_run / "tables" / name) != without_machine_columns(second_quick_run / "tables" / name)]
     assert not differ, differ
@@ -90,6 +92,50 @@ def test_quick_profile_writes_every_table(quick_run):
     assert "Bi-encoder MiniLM-L3 (zero-shot) 1S" in table
     checkpoints = json.loads((quick_run / "numbers" / "birch_main.json").read_text())["provenance"]["checkpoints"]
     assert {v["validation"]["select"] for v in checkpoints.values()} == {"best"}
+
+
+def rules_with_logs() -> dict[str, set[str]]:
+    """Per rule of workflow/rules/*.smk, the directives it declares (log, benchmark, ...)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        rule = None
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = re.match(r"^\s*rule( \w+)?:", line)
+            if match:  # a rule made in a loop (`rule:` with `name:`) is known by its line
+                rule = match.group(1).strip() if match.group(1) else f"{path.name}:{number}"
+                found[rule] = set()
+            elif rule and re.match(r"^\s+(\w+):\s*$", line):
+                found[rule].add(line.strip().rstrip(":"))
+    return found
+
+
+def test_every_rule_that_does_work_declares_a_benchmark():
+    """A rule with a log runs a stage: Snakemake's own benchmark times it (no hand-written timers)."""
+    rules = rules_with_logs()
+    assert len(rules) >= 25 and "train" in rules and "score" in rules
+    missing = [rule for rule, directives in rules.items() if "log" in directives and "benchmark" not in directives]
+    assert not missing, missing
+
+
+def test_every_job_of_the_quick_run_has_a_benchmark_and_the_resources_table_sums_them(quick_run):
+    logs = sorted(p.relative_to(quick_run / "logs").with_suffix("") for p in (quick_run / "logs").glob("*/*.log"))
+    assert len(logs) > 50
+    missing = [str(log) for log in logs if not (quick_run / "benchmarks" / log.with_suffix(".tsv")).is_file()]
+    assert not missing, missing
+    numbers = json.loads((quick_run / "numbers" / "resources.json").read_text())
+    rows = numbers["numbers"]["resources"]
+    stages = {row.split(" · ")[0] for row in rows}
+    assert {"export", "index", "retrieve", "train", "score", "fuse", "evaluate", "tables", "sum"} <= stages, stages
+    # the resources job's own benchmark is written after it ends: every other job is in the sum
+    assert rows["sum"]["jobs"] == len(logs) - 1
+    assert rows["sum"]["time (s)"] == pytest.approx(sum(v["time (s)"] for k, v in rows.items() if k != "sum"), rel=1e-6)
+    assert all(isinstance(rows[k]["pairs/s"], float) and rows[k]["pairs/s"] > 0 for k in rows if k.startswith("score"))
+    assert {rows[k]["GPU"] for k in rows if k.startswith(("train", "score"))} == {"none"}  # a CPU run says so
+    table = (quick_run / "tables" / "resources.md").read_text()
+    assert "Machine: " in table and "| sum |" in table
+    # Every stored number names the resources file of the run that made it.
+    birch = json.loads((quick_run / "numbers" / "birch_main.json").read_text())
+    assert birch["provenance"]["resources"] == str(quick_run / "numbers" / "resources.json")
 
 
 def test_quick_profile_writes_every_radboud_table(quick_run):

@@ -7,6 +7,8 @@ rule export_collection:
         stats=P("stats"),
     log:
         P("log", stage="export", name="{collection}"),
+    benchmark:
+        P("benchmark", stage="export", name="{collection}")
     conda:
         ENV
     params:
@@ -24,6 +26,8 @@ rule folds:
         P("work_folds"),
     log:
         P("log", stage="folds", name="{collection}"),
+    benchmark:
+        P("benchmark", stage="folds", name="{collection}")
     conda:
         ENV
     params:

@@ -10,6 +10,8 @@ rule evaluate:
         P("eval"),
     log:
         P("log", stage="evaluate", name="{collection}.{run}"),
+    benchmark:
+        P("benchmark", stage="evaluate", name="{collection}.{run}")
     conda:
         ENV
     params:
@@ -30,6 +32,8 @@ rule evaluate_provided_run:
         P("eval", run="provided"),
     log:
         P("log", stage="evaluate", name="{collection}.provided"),
+    benchmark:
+        P("benchmark", stage="evaluate", name="{collection}.provided")
     conda:
         ENV
     params:

@@ -12,6 +12,8 @@ rule segment:
         P("segments", first_stage=FIRST, k=K),
     log:
         P("log", stage="segment", name="{collection}.{unit}"),
+    benchmark:
+        P("benchmark", stage="segment", name="{collection}.{unit}")
     conda:
         ENV
     params:
@@ -30,6 +32,8 @@ rule train:
         P("checkpoint_meta"),
     log:
         P("log", stage="train", name="{checkpoint}"),
+    benchmark:
+        P("benchmark", stage="train", name="{checkpoint}")
     priority: 10  # the longest job on the critical path: start it as soon as its inputs exist
     conda:
         ENV
@@ -69,6 +73,8 @@ rule score:
         meta=f"{SCORE_OUT}.meta.json",
     log:
         P("log", stage="score", name=SCORE_LOG),
+    benchmark:
+        P("benchmark", stage="score", name=SCORE_LOG)
     conda:
         ENV
     threads: THREADS
@@ -99,6 +105,8 @@ if SCORE_PARTS > 1:
             meta=P("scores_meta", first_stage=FIRST, k=K),
         log:
             P("log", stage="score", name="{collection}.{checkpoint}.{unit}.gather"),
+        benchmark:
+            P("benchmark", stage="score", name="{collection}.{checkpoint}.{unit}.gather")
         conda:
             ENV
         shell:
@@ -117,6 +125,8 @@ rule fuse_birch:
         params=P("fusion_params"),
     log:
         P("log", stage="fuse", name="{collection}.{checkpoint}.{n}S"),
+    benchmark:
+        P("benchmark", stage="fuse", name="{collection}.{checkpoint}.{n}S")
     conda:
         ENV
     params:
@@ -138,6 +148,8 @@ rule aggregate:
         P("trec_run", run="{method}.{checkpoint}.{unit}"),
     log:
         P("log", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}")
     conda:
         ENV
     shell:

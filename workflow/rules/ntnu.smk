@@ -81,6 +81,8 @@ if EXP.ntnu:
             P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
         log:
             P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
+        benchmark:
+            P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}")
         conda:
             ENV
         shell:
@@ -98,6 +100,8 @@ if EXP.ntnu:
             P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
         log:
             P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
+        benchmark:
+            P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}")
         conda:
             ENV
         shell:
@@ -113,6 +117,8 @@ if EXP.ntnu:
             P("ntnu_speed"),
         log:
             P("log", stage="speed", name="{collection}.{system}"),
+        benchmark:
+            P("benchmark", stage="speed", name="{collection}.{system}")
         conda:
             ENV
         params:
@@ -136,6 +142,8 @@ if EXP.ntnu:
                 numbers=PATH("numbers", table=nt_table),
             log:
                 PATH("log", stage="tables", name=nt_table),
+            benchmark:
+                PATH("benchmark", stage="tables", name=nt_table)
             conda:
                 ENV
             params:
@@ -168,6 +176,8 @@ if EXP.ntnu:
                     figure_report(PATH("figure", figure=nt_table), "NTNU"),
                 log:
                     PATH("log", stage="figures", name=nt_table),
+                benchmark:
+                    PATH("benchmark", stage="figures", name=nt_table)
                 conda:
                     ENV
                 params:
@@ -187,6 +197,8 @@ if EXP.ntnu:
                 figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
             log:
                 PATH("log", stage="figures", name="ntnu_candidates"),
+            benchmark:
+                PATH("benchmark", stage="figures", name="ntnu_candidates")
             conda:
                 ENV
             params:

@@ -30,6 +30,8 @@ if EXP.radboud:
             P("segments", first_stage=RB["first_stage"], k=RB["candidates"], unit="documents"),
         log:
             P("log", stage="segment", name="{collection}.documents"),
+        benchmark:
+            P("benchmark", stage="segment", name="{collection}.documents")
         conda:
             ENV
         params:
@@ -51,6 +53,8 @@ if EXP.radboud:
             P("radboud_scores"),
         log:
             P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
+        benchmark:
+            P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
         conda:
             ENV
         threads: lambda w: EXP.job_threads(w.checkpoint)
@@ -72,6 +76,8 @@ if EXP.radboud:
             P("radboud_joined"),
         log:
             P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
+        benchmark:
+            P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
         shell:
             "cat {input} > {output} 2> {log}"
 
@@ -84,6 +90,8 @@ if EXP.radboud:
             P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
         log:
             P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
+        benchmark:
+            P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}")
         conda:
             ENV
         shell:
@@ -105,6 +113,8 @@ if EXP.radboud:
                 numbers=PATH("numbers", table=rb_table),
             log:
                 PATH("log", stage="tables", name=rb_table),
+            benchmark:
+                PATH("benchmark", stage="tables", name=rb_table)
             conda:
                 ENV
             params:
@@ -138,6 +148,8 @@ if EXP.radboud:
                 numbers=PATH("numbers", table=rb_table),
             log:
                 PATH("log", stage="tables", name=rb_table),
+            benchmark:
+                PATH("benchmark", stage="tables", name=rb_table)
             conda:
                 ENV
             params:

@@ -6,6 +6,8 @@ rule index:
         directory(P("index")),
     log:
         P("log", stage="index", name="{collection}"),
+    benchmark:
+        P("benchmark", stage="index", name="{collection}")
     conda:
         ENV
     threads: THREADS

@@ -22,6 +22,8 @@ rule baselines_table:
         numbers=PATH("numbers", table="baselines"),
     log:
         PATH("log", stage="tables", name="baselines"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="baselines")
     conda:
         ENV
     params:
@@ -48,6 +50,8 @@ rule dataset_stats_table:
         numbers=PATH("numbers", table="dataset_stats"),
     log:
         PATH("log", stage="tables", name="dataset_stats"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="dataset_stats")
     conda:
         ENV
     params:
@@ -84,6 +88,8 @@ if EXP.target_slugs:
             curves=[figure_report(curve, "Birch") for curve in CURVES],
         log:
             PATH("log", stage="tables", name="birch_main"),
+        benchmark:
+            PATH("benchmark", stage="tables", name="birch_main")
         conda:
             ENV
         params:
@@ -123,6 +129,8 @@ rule compare:
         PATH("comparison"),
     log:
         PATH("log", stage="compare", name="compare"),
+    benchmark:
+        PATH("benchmark", stage="compare", name="compare")
     conda:
         ENV
     params:
@@ -130,3 +138,29 @@ rule compare:
         settings=settings("compare"),
     shell:
         "python -m reranker compare --config {params.config} --out {output} 2> {log}"
+
+
+rule resources_table:
+    """What every stage cost: Snakemake's benchmark of every job and the stages' metas. Built last, after the
+    comparison; `make run` rebuilds it with the run's measured wall clock once the run has ended."""
+    input:
+        PATH("comparison"),
+    output:
+        md=PATH("table", table="resources"),
+        csv=PATH("table_stem", table="resources") + ".csv",
+        html=table_report(PATH("table_stem", table="resources") + ".html", "Resources"),
+        numbers=PATH("numbers", table="resources"),
+    log:
+        PATH("log", stage="tables", name="resources"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="resources")
+    conda:
+        ENV
+    params:
+        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.md)),  # tables/resources.md's run folder
+        caption="What every stage cost",
+        out=lambda w, output: output.md[: -len(".md")],
+        command=CFG["run_command"],
+    shell:
+        "python -m reranker tables resources --run-dir {params.run_dir} --caption {params.caption:q}"
+        " --formats md csv html --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
