@@ -534,16 +534,16 @@ def resource_subject(stage: str, name: str) -> str:
     return name.split(".")[0]
 
 
-def resource_metas(work_dir: str | os.PathLike) -> list[tuple[str, str, dict]]:
-    """(stage, subject, meta) of every checkpoint and score run under a run's work folder; score parts
-    count once, through their gathered meta."""
+def resource_metas(work_dir: str | os.PathLike) -> dict[Path, tuple[str, str, dict]]:
+    """Path -> (stage, subject, meta) of every checkpoint and score run under a run's work folder; score
+    parts count once, through their gathered meta."""
     work = Path(work_dir)
-    found = [("train", resource_subject("train", path.parent.name), json.loads(path.read_text()))
-             for path in sorted(work.glob("checkpoints/*/reranker.json"))]
+    found = {path: ("train", resource_subject("train", path.parent.name), json.loads(path.read_text()))
+             for path in sorted(work.glob("checkpoints/*/reranker.json"))}
     for path in sorted(work.glob("scores/*/**/*.meta.json")):
         meta = json.loads(path.read_text())
         if meta.get("part", "1/1") == "1/1":
-            found.append(("score", path.relative_to(work / "scores").parts[0], meta))
+            found[path] = ("score", path.relative_to(work / "scores").parts[0], meta)
     return found
 
 
@@ -624,12 +624,16 @@ def main_resources(argv: list[str]) -> int:
         if not jobs:
             raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
         wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
-        table = resources_table(jobs, resource_metas(run_dir / "work"), machine(), args.caption, wall_clock)
+        metas = resource_metas(run_dir / "work")
+        table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock)
         written = table.write(args.out, args.formats)
         if args.numbers:
             columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
-            extra = {"benchmarks": len(jobs), "machine": machine()}
-            inputs = [args.wall_clock] if args.wall_clock else []
+            # the models whose training and scoring the rows time, as in the results tables' provenance
+            models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
+                      for path, (_, _, meta) in metas.items()}
+            extra = {"benchmarks": len(jobs), "machine": machine(), "models": models}
+            inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
             write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
             written.append(Path(args.numbers))
     except Exception as err:

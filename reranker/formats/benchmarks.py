@@ -21,6 +21,7 @@ class JobBenchmark(NamedTuple):
     cpu_seconds: float | None
     max_rss_mib: float | None
     end: float  # epoch seconds: the file's modification time
+    path: Path
 
     @property
     def start(self) -> float:
@@ -43,7 +44,7 @@ def read_benchmark(path: str | os.PathLike) -> JobBenchmark:
     row = rows[0]
     try:
         return JobBenchmark(path.parent.name, path.stem, float(row["s"]), _number(row.get("cpu_time")),
-                            _number(row.get("max_rss")), path.stat().st_mtime)
+                            _number(row.get("max_rss")), path.stat().st_mtime, path)
     except ValueError as err:
         raise FormatError(path, 2, f"not a number: {err}") from None
 
