@@ -52,3 +52,4 @@ rule all:
     input:
         EXP.layout.path("comparison"),
         EXP.layout.path("table", table="resources"),
+        EXP.layout.path("seed_index"),

@@ -49,6 +49,8 @@ class Table:
     marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
     # Each tested cell's p-value per reference mark (†, ‡): what a correction adjusts.
     pvalues: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
+    references: dict[str, str] = field(default_factory=dict)  # mark -> the row it tests against
+    correction: str = "none"  # the multiple-testing correction behind the marks
     notes: list[str] = field(default_factory=list)
     # Columns after the measures, the same value in every group; never tested, never bold.
     extra_columns: list[str] = field(default_factory=list)
@@ -110,6 +112,7 @@ class Table:
     def correct(self, correction: str = "none", alpha: float = 0.05) -> None:
         """Marks from the stored p-values, adjusted per family: one column's tests against one reference."""
         adjust = CORRECTIONS[correction].adjust
+        self.correction = correction
         families: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
         for (row, group, measure), tests in self.pvalues.items():
             for symbol, p in tests.items():
@@ -235,6 +238,14 @@ class Table:
             for (row, column), value in self.extras.items():
                 out.setdefault(g, {}).setdefault(row, {})[column] = value
         return out
+
+    def significance(self) -> dict:
+        """Each tested cell's marks ("" where no test passed), the row each mark tests against, and the correction:
+        what a reader (or `tables index`) needs to say whether a difference is significant."""
+        marks: dict[str, dict[str, dict[str, str]]] = {}
+        for (row, g, m) in self.pvalues:
+            marks.setdefault(g, {}).setdefault(row, {})[m] = self.marks.get((row, g, m), "")
+        return {"references": dict(self.references), "correction": self.correction, "marks": marks}
 
     def write(self, stem: str | os.PathLike, formats: Sequence[str] = ("md", "csv")) -> list[Path]:
         stem = Path(stem)
@@ -375,6 +386,8 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
 
     `machine_dependent` columns (timings) are stored but not compared with a reference."""
     document = {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()}
+    if table.pvalues:
+        document["significance"] = table.significance()
     if Path(path).name != "resources.json":  # what the run that made these numbers cost, beside them
         document["provenance"]["resources"] = str(Path(path).with_name("resources.json"))
     if machine_dependent:
@@ -643,6 +656,25 @@ def main_resources(argv: list[str]) -> int:
     return 0
 
 
+def main_index(argv: list[str]) -> int:
+    """The run's README: every seed table of the three works, our file, its command, and whether the effect held."""
+    from reranker.claims import ClaimError, index, load_seeds
+
+    parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
+    parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
+    parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
+    parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
+    parser.add_argument("--command", default="", help="the command that made the run, named in the README")
+    args = parser.parse_args(argv)
+    try:
+        text = index(load_seeds(args.seeds), Path(args.run_dir), args.command)
+    except ClaimError as err:
+        return report("tables index", err)
+    write_text(args.out, text)
+    print(args.out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -650,6 +682,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_wall_clock(argv[1:])
     if argv[:1] == ["resources"]:
         return main_resources(argv[1:])
+    if argv[:1] == ["index"]:
+        return main_index(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker tables",
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -722,6 +756,8 @@ def write_table(args: argparse.Namespace) -> list[Path]:
         table = Table(args.caption, groups, args.measures, row_header=args.row_header, bold_best=not args.no_bold)
         baselines = {g: e for g, r, e in entries if r == args.baseline_row}
         seconds = {g: e for g, r, e in entries if r == args.second_baseline_row}
+        table.references = {symbol: row for symbol, row in ((SIGNIFICANT, args.baseline_row),
+                                                             (SECOND_SIGNIFICANT, args.second_baseline_row)) if row}
         for group, row, evaluation in entries:
             add_system(table, row, group, evaluation, baselines.get(group) if row != args.baseline_row else None,
                        alpha=args.alpha, second=seconds.get(group) if row not in (args.second_baseline_row, args.baseline_row) else None)

@@ -56,10 +56,11 @@ PATTERNS = {
     "folds": "folds/{collection}.json",
     "fusion": "fusion",
     "comparison": "comparison.md",
+    "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
 }
 # What `compare` checks and `promote` copies: the published part of a run.
 PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
-PUBLISHED_FILES = ("report.html",)  # `snakemake --report`, where the run made one: promoted, never compared
+PUBLISHED_FILES = ("report.html", "README.md")  # the report and the seed index, where made: promoted, never compared
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,17 @@ def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
     assert "MaxP" in (quick_run / "tables" / "ntnu_5_1.md").read_text()
 
 
+def test_the_run_readme_gives_every_seed_table_its_file_and_a_verdict(quick_run):
+    readme = (quick_run / "README.md").read_text()
+    for table in (quick_run / "tables").glob("*.md"):
+        if table.stem != "resources":
+            assert f"tables/{table.stem}" in readme, table.stem
+    assert "not run:" not in readme and "not checked" not in readme  # every claim found its rows in the quick run
+    assert readme.count("**yes**") + readme.count("**no**") + readme.count("**partly**") >= 8
+    assert "Made by `snakemake --cores all --profile workflow/profiles/quick`" in readme
+    assert (quick_run / "figures" / "ntnu_candidates.json").exists()
+
+
 @pytest.fixture(scope="module")
 def quick_report(quick_run) -> Path:
     report = quick_run / "report.html"

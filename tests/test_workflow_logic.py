@@ -26,7 +26,7 @@ ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit"
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
-           ("speed", "--stage"), ("tables", "resources")}
+           ("speed", "--stage"), ("tables", "resources"), ("tables", "index")}
 
 
 def profile_files(profile: str) -> list[Path]:

@@ -194,7 +194,8 @@ if EXP.ntnu:
             input:
                 EXP.ntnu_sweep_evals(),
             output:
-                figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
+                figure=figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
+                numbers=PATH("figure", figure="ntnu_candidates").removesuffix(".png") + ".json",  # its points, for the index
             log:
                 PATH("log", stage="figures", name="ntnu_candidates"),
             benchmark:
@@ -206,4 +207,5 @@ if EXP.ntnu:
                 specs=" ".join(f"--eval {shlex.quote(s)}" for s in EXP.ntnu_sweep_specs()),
                 measures=" ".join(NT["measures"]),
             shell:
-                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R" " --out {output} > {log}"
+                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R"
+                " --out {output.figure} --numbers {output.numbers} > {log}"

@@ -164,3 +164,25 @@ rule resources_table:
     shell:
         "python -m reranker tables resources --run-dir {params.run_dir} --caption {params.caption:q}"
         " --formats md csv html --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
+
+
+rule seed_index:
+    """The run's README: every table of the three source works, our files, the command, and whether the effect
+    held, checked against the claims of workflow/config/seed_tables.yaml. After the comparison: every table is in."""
+    input:
+        comparison=PATH("comparison"),
+        seeds="workflow/config/seed_tables.yaml",
+    output:
+        PATH("seed_index"),
+    log:
+        PATH("log", stage="tables", name="index"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="index")
+    conda:
+        ENV
+    params:
+        run_dir=lambda w, output: os.path.dirname(output[0]),
+        command=CFG["run_command"],
+    shell:
+        "python -m reranker tables index --run-dir {params.run_dir} --seeds {input.seeds}"
+        " --out {output} --command {params.command:q} > {log}"
