@@ -669,7 +669,7 @@ def main_index(argv: list[str]) -> int:
     try:
         text = index(load_seeds(args.seeds), Path(args.run_dir), args.command)
     except ClaimError as err:
-        return report("tables index", err)
+        return report("tables", err)
     write_text(args.out, text)
     print(args.out)
     return 0

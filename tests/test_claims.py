@@ -103,7 +103,7 @@ def test_a_bad_seed_file_is_one_line_naming_the_entry_and_writes_nothing(run_dir
     out = tmp_path / "README.md"
     assert tables.main(["index", "--run-dir", str(run_dir), "--seeds", str(seeds), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tables index: error: ") and "works[0].tables[0].claims[0]" in err and message in err
+    assert err.startswith("tables: error: ") and "works[0].tables[0].claims[0]" in err and message in err
     assert not out.exists()
 
 
