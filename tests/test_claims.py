@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -111,3 +112,25 @@ def test_the_stored_seed_file_is_valid():
     loaded = claims.load_seeds(claims.DEFAULT_SEEDS)
     tables_named = {entry.get("table") for work in loaded["works"] for entry in work["tables"]}
     assert {"birch_main", "radboud_2_1", "ntnu_5_1", "ntnu_5_6"} <= tables_named
+
+
+def test_the_stored_default_keeps_a_learned_birch_row():
+    """What issue 8 asked of the stored default (results/, from a clean run), so that promoting a worse
+    run fails here: a fine-tuned row beats BM25+RM3 on AP, significantly, on at least 2 of the 4
+    collections; the classifier alone reaches 0.8x BM25+RM3's AP on Cranfield; every checkpoint's
+    kept held-out loss is below its label prior's."""
+    results = Path(__file__).resolve().parent.parent / "results"
+    document = json.loads((results / "numbers" / "birch_main.json").read_text())
+    rows_held = {}
+    for collection, rows in document["numbers"].items():
+        marks = document["significance"]["marks"][collection]
+        base = rows["BM25+RM3"]["AP@1000"]
+        for row, values in rows.items():
+            if row.startswith("BERT(") and values["AP@1000"] > base and marks[row]["AP@1000"] == "\u2020":
+                rows_held.setdefault(row, set()).add(collection)
+    assert max(map(len, rows_held.values()), default=0) >= 2, rows_held
+    cranfield = document["numbers"]["cranfield"]
+    alone = max(v["AP@1000"] for row, v in cranfield.items() if row.startswith("MaxP over sentences, BERT("))
+    assert alone >= 0.8 * cranfield["BM25+RM3"]["AP@1000"]
+    for name, checkpoint in document["provenance"]["checkpoints"].items():
+        assert checkpoint["validation"]["loss"] < checkpoint["validation"]["prior_loss"], name
