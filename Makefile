@@ -79,8 +79,9 @@ quick: setup
 	$(BIN)/snakemake --cores $(CORES) --profile workflow/profiles/quick
 
 # Make a finished run the new stored reference: `make promote` (default) or `make promote PROFILE=quick`.
+# File by file: stored files the run did not make are kept and listed; `make promote PRUNE=1` deletes them.
 promote:
-	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote
+	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote $(if $(PRUNE),--prune)
 
 lint: setup
 	$(BIN)/ruff check reranker tests benchmarks

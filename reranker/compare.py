@@ -125,22 +125,28 @@ def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
-def promote(run_dir: Path, reference: Path) -> list[Path]:
-    """Copy a run's published folders over the reference (the run's config goes beside them)."""
-    copied = []
+def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[list[Path], list[Path]]:
+    """Copy a run's published files over the reference, file by file (the run's config goes beside
+    them). A stored file that the run did not make (a part not rerun, or a table since removed) is
+    kept, and listed; `prune` deletes it. Returns (copied, kept or pruned)."""
+    copied, not_made = [], []
     for name in PUBLISHED:
-        source = run_dir / name
-        if source.exists():
-            target = reference / name
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(source, target)
-            copied.append(target)
+        source, target = run_dir / name, reference / name
+        made = {path.relative_to(source) for path in source.rglob("*") if path.is_file()} if source.is_dir() else set()
+        for relative in sorted(made):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / relative, target / relative)
+            copied.append(target / relative)
+        stored = {path.relative_to(target) for path in target.rglob("*") if path.is_file()} if target.is_dir() else set()
+        for relative in sorted(stored - made):
+            not_made.append(target / relative)
+            if prune:
+                (target / relative).unlink()
     for name in PUBLISHED_FILES:
         if (run_dir / name).exists():
             shutil.copy2(run_dir / name, reference / name)
             copied.append(reference / name)
-    return copied
+    return copied, not_made
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="the run's resolved configuration (its run_dir, reference and compare:)")
     parser.add_argument("--out", help="also write the report here (Markdown)")
     parser.add_argument("--promote", action="store_true",
-                        help="copy the run's tables, numbers, figures, folds and fusion over the reference")
+                        help="copy the run's tables, numbers, figures, folds and fusion over the reference, file by file")
+    parser.add_argument("--prune", action="store_true",
+                        help="with --promote: also delete stored files that the run did not make (kept by default, "
+                             "so that promoting a partial run loses nothing)")
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
@@ -159,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compare: {run_dir}/numbers does not exist; run the workflow first", file=sys.stderr)
         return 2
     if args.promote:
-        for path in promote(run_dir, reference):
-            print(f"promoted {path}")
+        copied, not_made = promote(run_dir, reference, prune=args.prune)
+        print(f"promoted {len(copied)} files from {run_dir} to {reference}")
+        for path in not_made:
+            print(f"{'pruned' if args.prune else 'kept, not made by this run'}: {path}")
         return 0
     differences = compare_numbers(run_dir, reference, config["compare"])
     text = report(differences, compare_files(run_dir, reference), run_dir, reference, config["compare"])

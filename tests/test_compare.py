@@ -71,3 +71,16 @@ def test_machine_dependent_columns_are_shown_never_failed(tmp_path):
     differences = {d.key: d for d in compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})}
     assert differences["c / BERT / Queries/min"].status == "machine"
     assert differences["c / BERT / RR@10"].status == "match"
+
+
+def test_promoting_a_partial_run_keeps_what_it_did_not_make_unless_pruned(tmp_path, capsys):
+    """A run of one part (Birch's table only) must not delete the stored tables of the other parts."""
+    path = setup(tmp_path, 0.35, 0.25)
+    other = tmp_path / "ref" / "tables" / "radboud_2_1.md"
+    other.write_text("stored by an earlier full run\n")
+    assert compare.main(["--config", str(path), "--promote"]) == 0
+    assert other.read_text() == "stored by an earlier full run\n"
+    assert (tmp_path / "ref" / "tables" / "birch_main.md").read_text() == "0.35\n"
+    assert f"kept, not made by this run: {other}" in capsys.readouterr().out
+    assert compare.main(["--config", str(path), "--promote", "--prune"]) == 0
+    assert not other.exists() and (tmp_path / "ref" / "tables" / "birch_main.md").exists()
