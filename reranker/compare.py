@@ -125,6 +125,11 @@ def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
+def _files_under(folder: Path) -> set[Path]:
+    """Every file below `folder`, relative to it (none if it does not exist)."""
+    return {path.relative_to(folder) for path in folder.rglob("*") if path.is_file()} if folder.is_dir() else set()
+
+
 def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[list[Path], list[Path]]:
     """Copy a run's published files over the reference, file by file (the run's config goes beside
     them). A stored file that the run did not make (a part not rerun, or a table since removed) is
@@ -132,13 +137,12 @@ def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[list[P
     copied, not_made = [], []
     for name in PUBLISHED:
         source, target = run_dir / name, reference / name
-        made = {path.relative_to(source) for path in source.rglob("*") if path.is_file()} if source.is_dir() else set()
+        made = _files_under(source)
         for relative in sorted(made):
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / relative, target / relative)
             copied.append(target / relative)
-        stored = {path.relative_to(target) for path in target.rglob("*") if path.is_file()} if target.is_dir() else set()
-        for relative in sorted(stored - made):
+        for relative in sorted(_files_under(target) - made):
             not_made.append(target / relative)
             if prune:
                 (target / relative).unlink()
