@@ -71,10 +71,15 @@ def machine_masked(table: Path) -> bytes:
     return "\n".join(lines).encode()
 
 
+def result_tables(folder: Path, suffixes: tuple[str, ...] = (".md",)) -> list[Path]:
+    """A run's tables that hold results, sorted. resources.* is left out: it is what the run cost (its notes
+    give minutes, its job counts follow how scoring was split), so no two runs give it alike."""
+    return sorted(p for p in folder.glob("*") if p.suffix in suffixes and p.stem != "resources")
+
+
 def differing_tables(made: Path) -> list[str]:
-    """Stored quick tables the run made otherwise. resources.md is left out: it is what the run cost (its
-    notes give minutes, its job counts follow how scoring was split), not a result."""
-    stored = sorted(p for p in (REPO / "results" / "quick" / "tables").glob("*.md") if p.stem != "resources")
+    """Stored quick result tables that the run made otherwise (or did not make)."""
+    stored = result_tables(REPO / "results" / "quick" / "tables")
     assert stored
     return [p.name for p in stored if not (made / p.name).exists() or machine_masked(made / p.name) != machine_masked(p)]
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.test_container import result_tables
+
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.dag]
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
@@ -64,10 +66,8 @@ def without_machine_columns(table: Path) -> str:
 
 def test_two_clean_runs_give_identical_tables(quick_run, second_quick_run):
     """Determinism: the same code, data and machine give the same tables, byte for byte, but for timings."""
-    # resources.* is what the run cost: its notes give minutes (its columns are machine columns anyway).
-    tables = sorted(p.name for p in (quick_run / "tables").glob("*") if p.suffix in (".md", ".csv") and p.stem != "resources")
-    assert tables == sorted(p.name for p in (second_quick_run / "tables").glob("*")
-                            if p.suffix in (".md", ".csv") and p.stem != "resources")
+    tables = [p.name for p in result_tables(quick_run / "tables", (".md", ".csv"))]
+    assert tables == [p.name for p in result_tables(second_quick_run / "tables", (".md", ".csv"))]
     differ = [name for name in tables
               if without_machine_columns(quick_run / "tables" / name) != without_machine_columns(second_quick_run / "tables" / name)]
     assert not differ, differ
@@ -165,9 +165,8 @@ def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
 
 def test_the_run_readme_gives_every_seed_table_its_file_and_a_verdict(quick_run):
     readme = (quick_run / "README.md").read_text()
-    for table in (quick_run / "tables").glob("*.md"):
-        if table.stem != "resources":
-            assert f"tables/{table.stem}" in readme, table.stem
+    for table in result_tables(quick_run / "tables"):
+        assert f"tables/{table.stem}" in readme, table.stem
     assert "not run:" not in readme and "not checked" not in readme  # every claim found its rows in the quick run
     assert readme.count("**yes**") + readme.count("**no**") + readme.count("**partly**") >= 8
     assert "Made by `snakemake --cores all --profile workflow/profiles/quick`" in readme
