@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from reranker.formats.errors import InputError
 from reranker.formats.text import file_sha256
@@ -13,6 +14,17 @@ MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10"
 
 class TableError(InputError):
     """A bad argument or input file; main prints it prefixed `tables:` and exits 2 before writing anything."""
+
+
+def portable_name(path: str | os.PathLike) -> str:
+    """An input's name as every machine reads it: `${BIRCH_DATA}/...` under the data folder, relative
+    under the working directory (the repository, for a workflow run), else as given."""
+    absolute = Path(os.path.abspath(path))
+    bases = [(Path(os.path.abspath(data)), "${BIRCH_DATA}/") for data in [os.environ.get("BIRCH_DATA")] if data]
+    for base, prefix in bases + [(Path.cwd(), "")]:
+        if absolute.is_relative_to(base) and absolute != base:
+            return prefix + absolute.relative_to(base).as_posix()
+    return str(path)
 
 
 def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
@@ -32,7 +44,7 @@ def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Ma
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
-    checksums = {str(path): file_sha256(path)[:16] for path in inputs}
+    checksums = {portable_name(path): file_sha256(path)[:16] for path in inputs}
     record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
               "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
               "versions": versions, "inputs_sha256": checksums}
