@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from reranker.compare import AFTER_COMPARISON
+
 REPO = Path(__file__).resolve().parent.parent
 IMAGE = os.environ.get("BIRCH_IMAGE", "localhost/birch-repro/reranker:0.1.0")
 pytestmark = [pytest.mark.container, pytest.mark.slow]
@@ -72,9 +74,9 @@ def machine_masked(table: Path) -> bytes:
 
 
 def result_tables(folder: Path, suffixes: tuple[str, ...] = (".md",)) -> list[Path]:
-    """A run's tables that hold results, sorted. resources.* is left out: it is what the run cost (its notes
-    give minutes, its job counts follow how scoring was split), so no two runs give it alike."""
-    return sorted(p for p in folder.glob("*") if p.suffix in suffixes and p.stem != "resources")
+    """A run's tables that hold results, sorted. The tables built after the comparison (resources: what the
+    run cost, in minutes and in jobs that follow how scoring was split) are left out: no two runs give them alike."""
+    return sorted(p for p in folder.glob("*") if p.suffix in suffixes and p.stem not in AFTER_COMPARISON)
 
 
 def differing_tables(made: Path) -> list[str]:
