@@ -36,7 +36,7 @@ from reranker.cli import add_config
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config, merge
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import Doc, strip_markup, write_docs
-from reranker.formats.errors import FormatError, InputError, report
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import Folds, load_folds, seeded_folds, write_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, parse_qrels, read_qrels, write_qrels
@@ -579,6 +579,7 @@ def _describe(collection: Collection) -> str:
     return "\t".join([collection.id, origin, ",".join(flags) or "-", status])
 
 
+@exits_on_input_error("collections")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker collections", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -594,31 +595,28 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--collection", required=True, help="a collection id of workflow/config/collections.yaml")
     args = parser.parse_args(argv)
 
-    try:
-        config = load_config(args.config)
-        if args.command == "list":
-            for collection_id in config["collections"]:
-                print(_describe(load_collection(collection_id, config)))
-            return 0
-        collection = load_collection(args.collection, config)
-        if args.command == "export":
-            result = export_collection(collection, args.out)
-            print(f"exported {collection.id} to {args.out}: {json.dumps(result)}", file=sys.stderr)
-        elif args.command == "stats":
-            print(json.dumps(collection_stats(collection), indent=2))
+    config = load_config(args.config)
+    if args.command == "list":
+        for collection_id in config["collections"]:
+            print(_describe(load_collection(collection_id, config)))
+        return 0
+    collection = load_collection(args.collection, config)
+    if args.command == "export":
+        result = export_collection(collection, args.out)
+        print(f"exported {collection.id} to {args.out}: {json.dumps(result)}", file=sys.stderr)
+    elif args.command == "stats":
+        print(json.dumps(collection_stats(collection), indent=2))
+    else:
+        with collection.exclusive():
+            own, judged = collection.folds(), collection.judged_qids()
+        if own is not None:
+            result = own
+            origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
         else:
-            with collection.exclusive():
-                own, judged = collection.folds(), collection.judged_qids()
-            if own is not None:
-                result = own
-                origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
-            else:
-                k, seed = config["birch"]["folds"]["k"], config["birch"]["folds"]["seed"]
-                result = seeded_folds(judged, k, seed)
-                origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
-            write_folds(result, args.out)
-            sizes = ", ".join(str(len(qids)) for qids in result.values())
-            print(f"wrote {origin} to {args.out}: test sizes {sizes}", file=sys.stderr)
-    except Exception as error:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("collections", error)
+            k, seed = config["birch"]["folds"]["k"], config["birch"]["folds"]["seed"]
+            result = seeded_folds(judged, k, seed)
+            origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
+        write_folds(result, args.out)
+        sizes = ", ".join(str(len(qids)) for qids in result.values())
+        print(f"wrote {origin} to {args.out}: test sizes {sizes}", file=sys.stderr)
     return 0

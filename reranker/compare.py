@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reranker.config import ConfigError, load_config
+from reranker.config import load_config
 from reranker.formats.atomic import write_text
-from reranker.formats.errors import report as report_error
+from reranker.formats.errors import exits_on_input_error
 from reranker.registry import FIRST_STAGES
 from reranker.workflow import PUBLISHED, PUBLISHED_FILES
 
@@ -153,6 +153,7 @@ def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[list[P
     return copied, not_made
 
 
+@exits_on_input_error("compare")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="the run's resolved configuration (its run_dir, reference and compare:)")
@@ -163,10 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --promote: also delete stored files that the run did not make (kept by default, "
                              "so that promoting a partial run loses nothing)")
     args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config)
-    except ConfigError as err:
-        return report_error("compare", err)
+    config = load_config(args.config)
     run_dir, reference = Path(config["run_dir"]), Path(config["reference"])
     if not (run_dir / "numbers").is_dir():
         print(f"compare: {run_dir}/numbers does not exist; run the workflow first", file=sys.stderr)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import ir_measures
 
 from reranker.cli import add_config, add_files
-from reranker.formats.errors import InputError, report
+from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.evaluations import Evaluation, write_evaluation
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -54,6 +54,7 @@ def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
     return result
 
 
+@exits_on_input_error("evaluate")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate", description=__doc__.splitlines()[0])
     add_files(parser, "run", "qrels")
@@ -63,14 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from reranker.config import collection_config, load_config
 
-    try:
-        config = load_config(args.config)
-        extra = collection_config(config, args.collection)["measures"] if args.collection else []
-        result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
-        if args.out:
-            write_evaluation(result, args.out)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("evaluate", err)
+    config = load_config(args.config)
+    extra = collection_config(config, args.collection)["measures"] if args.collection else []
+    result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
+    if args.out:
+        write_evaluation(result, args.out)
     width = max(map(len, result.measures))
     for name in result.measures:
         print(f"{name:<{width}}  {result.aggregate[name]:.4f}")

@@ -46,7 +46,7 @@ from tqdm import tqdm
 from reranker.cli import add_config, add_files
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import InputError, report
+from reranker.formats.errors import InputError, exits_on_input_error, report
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -418,6 +418,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+@exits_on_input_error("fuse")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker fuse", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -442,7 +443,4 @@ def main(argv: list[str] | None = None) -> int:
     agg.set_defaults(handler=run_aggregate)
 
     args = parser.parse_args(argv)
-    try:
-        return args.handler(args)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("fuse", err)
+    return args.handler(args)

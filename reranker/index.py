@@ -25,7 +25,7 @@ from tqdm import tqdm
 from reranker.cli import add_config
 from reranker.formats.atomic import atomic_dir
 from reranker.formats.docs import iter_docs
-from reranker.formats.errors import FormatError, InputError
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.text import file_sha256
 from reranker.java import anserini_jar, autoclass, start_jvm
 
@@ -158,6 +158,7 @@ def build_index(docs_jsonl: str | os.PathLike, index_dir: str | os.PathLike, thr
     return record
 
 
+@exits_on_input_error("index")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker index", description=__doc__.splitlines()[0])
     parser.add_argument("--docs", required=True, help="docs.jsonl: one {id, title, text} object per line")

@@ -21,7 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from reranker.cli import add_config
-from reranker.formats.errors import InputError, report
+from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.runs import Run, write_run
@@ -180,6 +180,7 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
     return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
 
 
+@exits_on_input_error("retrieve")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker retrieve", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="Lucene index built by `python -m reranker index`")
@@ -194,11 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from reranker.config import load_config
 
-    try:
-        config = load_config(args.config)
-        default, fold_params = params_from_config(config, args.model, args.collection)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("retrieve", err)
+    config = load_config(args.config)
+    default, fold_params = params_from_config(config, args.model, args.collection)
     depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], args.threads
     if threads < 1:
         parser.error("--threads must be at least 1")

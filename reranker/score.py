@@ -59,7 +59,7 @@ from tqdm import tqdm
 from reranker.batching import length_batches, pad_batch, tokenize_pairs
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import FormatError, InputError, report
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import fold_test_queries
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
@@ -630,6 +630,7 @@ def gather_main(argv: list[str]) -> int:
     return 0
 
 
+@exits_on_input_error("score")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["gather"]:
@@ -654,42 +655,39 @@ def main(argv: list[str] | None = None) -> int:
     from reranker.config import load_config
     from reranker.workflow import PATTERNS, Experiment
 
-    try:
-        part = parse_part(args.part)
-        config = load_config(args.config)
-        experiment = Experiment(config)
-        entry = experiment.checkpoint(args.checkpoint)
-        settings = config["score"]
-        kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
-        candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
-        precision = settings["precision"]
-        if args.experiment != "birch":  # the thesis sections share these keys
-            section = config[args.experiment]
-            candidates, max_length = section["candidates"], args.max_length or section["max_length"]
-            precision = resolve_precision(section["precision"], pick_device(settings["device"]))
-        if args.ranking:
-            kind = "argmax" if args.ranking == "argmax" else "logit"
-            relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None
-        candidates = args.candidates or candidates
-        queries = None
-        if entry.get("train_fold") is not None:
-            if not args.folds:
-                raise InputError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
-                                 "queries: give --folds to score its test queries only")
-            _, queries = fold_test_queries(args.folds, entry["train_fold"])
-        cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
-        fetched = entry["source"] == "hf"
-        meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
-                         candidates=candidates, kind=kind, batch_size=settings["batch_size"],
-                         batch_tokens=settings["batch_tokens"],
-                         precision=precision, cache_dir=cache_dir, shard_size=args.shard_size or settings["shard_size"],
-                         device=settings["device"], max_length=max_length, queries=queries,
-                         num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
-                         qrels_path=args.qrels, head=entry.get("head") if fetched else None,
-                         relevant_index=relevant_index if relevant_index is not None else
-                         entry.get("relevant_index") if fetched else None, part=part)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("score", err)
+    part = parse_part(args.part)
+    config = load_config(args.config)
+    experiment = Experiment(config)
+    entry = experiment.checkpoint(args.checkpoint)
+    settings = config["score"]
+    kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
+    candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
+    precision = settings["precision"]
+    if args.experiment != "birch":  # the thesis sections share these keys
+        section = config[args.experiment]
+        candidates, max_length = section["candidates"], args.max_length or section["max_length"]
+        precision = resolve_precision(section["precision"], pick_device(settings["device"]))
+    if args.ranking:
+        kind = "argmax" if args.ranking == "argmax" else "logit"
+        relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None
+    candidates = args.candidates or candidates
+    queries = None
+    if entry.get("train_fold") is not None:
+        if not args.folds:
+            raise InputError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
+                             "queries: give --folds to score its test queries only")
+        _, queries = fold_test_queries(args.folds, entry["train_fold"])
+    cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
+    fetched = entry["source"] == "hf"
+    meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
+                     candidates=candidates, kind=kind, batch_size=settings["batch_size"],
+                     batch_tokens=settings["batch_tokens"],
+                     precision=precision, cache_dir=cache_dir, shard_size=args.shard_size or settings["shard_size"],
+                     device=settings["device"], max_length=max_length, queries=queries,
+                     num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
+                     qrels_path=args.qrels, head=entry.get("head") if fetched else None,
+                     relevant_index=relevant_index if relevant_index is not None else
+                     entry.get("relevant_index") if fetched else None, part=part)
     print(f"{meta['pairs']} pairs ({meta['cache_hits']} from the cache) in {meta['seconds']:.1f}s "
           f"-> {args.out}", file=sys.stderr)
     return 0

@@ -34,7 +34,7 @@ from reranker import registry
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs
-from reranker.formats.errors import FormatError, InputError, report
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.runs import read_run, top_k_docs
 from reranker.formats.segments import Unit, passage_units, title_and_body, write_segments
 from reranker.formats.text import file_sha256, meta_path
@@ -199,6 +199,7 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
     return meta
 
 
+@exits_on_input_error("segment")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker segment", description=__doc__.split("\n\n")[0])
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
@@ -210,19 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     from reranker.config import load_config
     from reranker.workflow import Experiment
 
-    try:
-        config = load_config(args.config)
-        experiment = Experiment(config)
-        settings, tokenizer = config["segment"], experiment.tokenizer or DEFAULT_TOKENIZER
-        candidates, passages = settings["candidates"], settings["passages"]
-        if args.experiment == "radboud":
-            candidates = config["radboud"]["candidates"]
-        elif args.experiment == "ntnu":  # down to the deepest R of its sweep
-            candidates, passages = experiment.ntnu_depth, config["ntnu"]["passages"]
-        meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
-                       tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],
-                       passage_stride=passages["stride"], passage_title=passages["title"])
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("segment", err)
+    config = load_config(args.config)
+    experiment = Experiment(config)
+    settings, tokenizer = config["segment"], experiment.tokenizer or DEFAULT_TOKENIZER
+    candidates, passages = settings["candidates"], settings["passages"]
+    if args.experiment == "radboud":
+        candidates = config["radboud"]["candidates"]
+    elif args.experiment == "ntnu":  # down to the deepest R of its sweep
+        candidates, passages = experiment.ntnu_depth, config["ntnu"]["passages"]
+    meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
+                   tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],
+                   passage_stride=passages["stride"], passage_title=passages["title"])
     print(f"{meta['units']} {args.unit} from {meta['documents']} documents -> {args.out}", file=sys.stderr)
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import FormatError, InputError, report
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.topics import read_topics_tsv
 from reranker.hardware import CPU_BF16_FLAGS, cpu_info, cpu_threads
 
@@ -64,6 +64,7 @@ def queries_per_minute(stages: Sequence[tuple[str, str | os.PathLike]], queries:
             "machine": machine()}
 
 
+@exits_on_input_error("speed")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker speed", description=__doc__.splitlines()[0])
     parser.add_argument("--stage", action="append", required=True, metavar="NAME:BENCHMARK.tsv",
@@ -71,13 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", required=True, help="topics.tsv: the queries the pipeline ranked")
     parser.add_argument("--out", required=True, help="JSON to write")
     args = parser.parse_args(argv)
-    try:
-        stages = [tuple(spec.split(":", 1)) for spec in args.stage]
-        if any(len(stage) != 2 or not stage[1] for stage in stages):
-            raise InputError("give each --stage as NAME:BENCHMARK.tsv")
-        result = queries_per_minute(stages, len(read_topics_tsv(args.topics)))
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("speed", err)
+    stages = [tuple(spec.split(":", 1)) for spec in args.stage]
+    if any(len(stage) != 2 or not stage[1] for stage in stages):
+        raise InputError("give each --stage as NAME:BENCHMARK.tsv")
+    result = queries_per_minute(stages, len(read_topics_tsv(args.topics)))
     write_json(Path(args.out), result, indent=1, sort_keys=True)
     print(f"{result['queries_per_minute']:.1f} queries/min ({result['queries']} queries in {result['seconds']:.1f} s) "
           f"-> {args.out}", file=sys.stderr)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import report
+from reranker.formats.errors import exits_on_input_error, report
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
@@ -616,6 +616,7 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
     return table
 
 
+@exits_on_input_error("tables resources")
 def main_resources(argv: list[str]) -> int:
     """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables resources",
@@ -628,29 +629,26 @@ def main_resources(argv: list[str]) -> int:
     parser.add_argument("--numbers", help="also store every number with its provenance (JSON)")
     parser.add_argument("--command", default="", help="the command that produced the table, for provenance")
     args = parser.parse_args(argv)
-    try:
-        from reranker.formats.benchmarks import read_benchmarks
-        from reranker.hardware import machine
+    from reranker.formats.benchmarks import read_benchmarks
+    from reranker.hardware import machine
 
-        run_dir = Path(args.run_dir)
-        jobs = read_benchmarks(run_dir / "benchmarks")
-        if not jobs:
-            raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
-        wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
-        metas = resource_metas(run_dir / "work")
-        table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock)
-        written = table.write(args.out, args.formats)
-        if args.numbers:
-            columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
-            # the models whose training and scoring the rows time, as in the results tables' provenance
-            models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
-                      for path, (_, _, meta) in metas.items()}
-            extra = {"benchmarks": len(jobs), "machine": machine(), "models": models}
-            inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
-            write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
-            written.append(Path(args.numbers))
-    except Exception as err:
-        return report("tables resources", err)
+    run_dir = Path(args.run_dir)
+    jobs = read_benchmarks(run_dir / "benchmarks")
+    if not jobs:
+        raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
+    wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
+    metas = resource_metas(run_dir / "work")
+    table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock)
+    written = table.write(args.out, args.formats)
+    if args.numbers:
+        columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
+        # the models whose training and scoring the rows time, as in the results tables' provenance
+        models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
+                  for path, (_, _, meta) in metas.items()}
+        extra = {"benchmarks": len(jobs), "machine": machine(), "models": models}
+        inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
+        write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
+        written.append(Path(args.numbers))
     for path in written:
         print(path)
     return 0
@@ -675,6 +673,8 @@ def main_index(argv: list[str]) -> int:
     return 0
 
 
+@exits_on_input_error("tables")
+@exits_on_input_error("tables")
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -727,13 +727,10 @@ def main(argv: list[str] | None = None) -> int:
 
     add_figure_parsers(sub)
     args = parser.parse_args(argv)
-    try:
-        if args.kind == "figure":
-            written = run_figure(args)
-        else:
-            written = write_table(args)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("tables", err)
+    if args.kind == "figure":
+        written = run_figure(args)
+    else:
+        written = write_table(args)
     for path in written:
         print(path)
     return 0

@@ -41,7 +41,7 @@ from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.formats.atomic import atomic_dir, write_lines
 from reranker.formats.docs import iter_docs, read_docs
-from reranker.formats.errors import FormatError, InputError, report
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
@@ -924,14 +924,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@exits_on_input_error("train")
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except Exception as err:  # input errors: one line, exit 2; bugs keep their traceback
-        return report("train", err)
-
-
-def _main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     single = [args.docs, args.topics, args.qrels, args.run]
     if args.source and any(single):

@@ -1,12 +1,13 @@
 """The bad-input corpus (tests/bad_inputs/cases.yaml): every stage refuses bad input the same way.
 
 One line on stderr (`stage: error: ...`, naming the file, the line and the fix), exit code 2, no
-traceback, nothing left at the output path. Cases run through `python -m reranker`'s own entry
-point in this process (the same code as the command line); one runs as a real subprocess.
+traceback, nothing left at the output path. Cases call each stage's own `main` in this process, as a
+Python user would (the command line adds nothing to it); one runs as a real subprocess.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.__main__ import main
+from reranker.__main__ import STAGES
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
@@ -60,7 +61,7 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
         pytest.skip("root writes into read-only folders")
     monkeypatch.chdir(tmp_path)  # no stray files beside the checkout
     argv = _prepare(case, tmp_path / "case")
-    code = main(argv)
+    code = importlib.import_module(f"reranker.{argv[0]}").main(argv[1:])  # an input error escaping it fails here
     out, err = capsys.readouterr()
     assert code == case["exit"], err
     assert "Traceback" not in err
@@ -73,6 +74,12 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
     for name in case.get("absent", []):
         left = tmp_path / "case" / name
         assert not left.exists() and not Path(str(left) + ".tmp").exists(), left
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_main_reports_input_errors_itself(stage):
+    """`exits_on_input_error` on each stage's `main`: called from Python it returns 2, as the command line does."""
+    assert getattr(importlib.import_module(f"reranker.{stage}").main, "__wrapped__", None), stage
 
 
 def test_command_line_prints_one_line(tmp_path):

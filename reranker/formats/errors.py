@@ -6,8 +6,10 @@ with no traceback. Anything else that escapes a stage is a bug and keeps its tra
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 
 USAGE_ERROR = 2  # argparse's exit code: the same for a bad flag and a bad file
 
@@ -51,3 +53,17 @@ def report(stage: str, err: BaseException) -> int:
         raise err
     print(f"{stage}: error: {' '.join(line.split())}", file=sys.stderr)
     return USAGE_ERROR
+
+
+def exits_on_input_error(stage: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Decorate a stage's `main`: an input error prints one line and returns 2 (`report`), from Python as
+    from `python -m reranker`; a bug keeps its traceback."""
+    def decorate(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def guarded(*args, **kwargs) -> int:
+            try:
+                return main(*args, **kwargs)
+            except Exception as err:
+                return report(stage, err)
+        return guarded
+    return decorate
