@@ -603,6 +603,7 @@ def pair_task(classifier: models.Classifier, sources: Sequence[Source], examples
     if config.task == "rank":
         examples = [_without_long_queries(classifier.tokenizer, source, example, config.max_length)
                     for source, example in zip(sources, examples)]
+        meta["sources"] = [example.record for example in examples]  # with the queries left out, for reranker.json
     data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
     held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
     if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
@@ -832,11 +833,12 @@ def _without_long_queries(tokenizer: Any, source: Source, example: Examples, max
     if not pairs:
         raise InputError(f"{source.topics}: every training query leaves less than {MIN_TEXT_TOKENS} tokens for the "
                          f"text within max_length {max_length}; raise max_length")
-    example.record["long_queries_left_out"] = {"qids": long, "pairs": len(example.pairs) - len(pairs),
-                                               "validation_pairs": len(example.validation) - len(validation)}
+    left_out = {"qids": long, "pairs": len(example.pairs) - len(pairs),
+                "validation_pairs": len(example.validation) - len(validation)}
     print(f"{source.name}: {len(long)} queries leave less than {MIN_TEXT_TOKENS} tokens for the text within "
-          f"max_length {max_length}; their {len(example.pairs) - len(pairs)} pairs are left out", file=sys.stderr)
-    return example._replace(pairs=pairs, validation=validation)
+          f"max_length {max_length}; their {left_out['pairs']} pairs are left out", file=sys.stderr)
+    return example._replace(pairs=pairs, validation=validation,
+                            record={**example.record, "long_queries_left_out": left_out})
 
 
 def plot_loss(log: Sequence[Mapping[str, Any]], path: Path, title: str = "",

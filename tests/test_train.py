@@ -393,7 +393,22 @@ def test_queries_too_long_for_max_length_are_left_out_with_a_record(tiny_model_d
     source = Source("tiny", tmp_path, tmp_path / "topics.tsv", tmp_path, tmp_path)
     kept = _without_long_queries(tokenizer, source, example, max_length=48)
     assert [p.qid for p in kept.pairs] == ["1", "1"] and kept.validation == []
-    assert example.record["long_queries_left_out"] == {"qids": ["2"], "pairs": 2, "validation_pairs": 1}
+    assert kept.record["long_queries_left_out"] == {"qids": ["2"], "pairs": 2, "validation_pairs": 1}
+    assert "long_queries_left_out" not in example.record  # the caller's examples are left as they were
     assert _without_long_queries(tokenizer, source, example, max_length=128) is example  # all fit: unchanged
     with pytest.raises(InputError, match="every training query leaves less than 16 tokens"):
         _without_long_queries(tokenizer, source, example._replace(pairs=pairs[2:]), max_length=48)
+
+
+def test_the_checkpoint_records_the_queries_left_out_for_length(scifact, tiny_model_dir, tmp_path):
+    """reranker.json lists the queries too long for max_length, and training goes on without them."""
+    qids = split(scifact)[0][:30]
+    topics = read_topics_tsv(scifact.topics)
+    long = set(qids[::2])
+    write_topics_tsv({qid: text + " filler" * 80 if qid in long else text for qid, text in topics.items()},
+                     tmp_path / "topics.tsv")
+    source, _ = with_qids(scifact, qids, tmp_path)
+    source = Source(source.name, source.docs, tmp_path / "topics.tsv", source.qrels, source.run, source.train_qids)
+    out = train(str(tiny_model_dir), source, tmp_path / "ckpt", SHORT)
+    left_out = models.read_meta(out)["sources"][0]["long_queries_left_out"]
+    assert left_out["qids"] and set(left_out["qids"]) <= long and left_out["pairs"] + left_out["validation_pairs"] > 0
