@@ -44,9 +44,9 @@ import numpy as np
 from tqdm import tqdm
 
 from reranker.cli import add_config, add_files
-from reranker.config import ConfigError, collection_config, entry_defaults, load_config
+from reranker.config import collection_config, entry_defaults, load_config
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import InputError, exits_on_input_error, report
+from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
@@ -377,19 +377,16 @@ def describe(top_n: int, alpha_step: float, weight_step: float, normalise_scores
 
 
 def run_birch(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-        entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
-    except ConfigError as err:
-        return report("fuse", err)
+    config = load_config(args.config)
+    entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
     in_folds = {qid for qids in folds.values() for qid in qids}
-    outside = [qid for qid in run if qid not in in_folds]
-    if outside:
-        print(f"{len(outside)} queries of {args.run} are in no fold of {args.folds} and are left out (e.g. {outside[0]})",
-              file=sys.stderr)
+    unjudged = [qid for qid in run if qid not in in_folds and qid not in qrels]  # judged ones: refused below
+    if unjudged:
+        print(f"{len(unjudged)} unjudged queries of {args.run} are in no fold of {args.folds} and are left out "
+              f"(e.g. {unjudged[0]})", file=sys.stderr)
     unit_scores = read_unit_scores(args.scores)
     methods = NORMALISATIONS if normalise == "cv" else (normalise,)
     candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, fusion["short_docs"]) for m in methods}

@@ -211,13 +211,14 @@ def test_parameter_grid_is_exact_and_ordered():
         fuse.parameter_grid(2, 0.3)
 
 
-def test_command_line_writes_runs_and_parameters(tmp_path, data):
+def test_command_line_writes_runs_and_parameters(tmp_path, data, capsys):
     run, units, qrels = data
     paths = {name: tmp_path / name for name in ("run.txt", "scores.tsv", "qrels.txt", "folds.json")}
     with open(paths["run.txt"], "w") as f:
         for qid, docs in run.items():
             for rank, (doc_id, score) in enumerate(sorted_docs(docs), start=1):
                 f.write(f"{qid} Q0 {doc_id} {rank} {score} bm25\n")
+        f.write("99 Q0 d1 1 1.0 bm25\n")  # unjudged and in no fold: left out, and said so
     with open(paths["scores.tsv"], "w") as f:
         f.write("qid\tdoc_id\tunit\tscore\n")
         for qid, docs in units.items():
@@ -233,6 +234,7 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data):
     assert fuse.main(["birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
                       "--qrels", str(paths["qrels.txt"]), "--folds", str(paths["folds.json"]), "--top-n", "2",
                       "--config", str(step_config), "--out", str(out), "--params-out", str(params_out)]) == 0
+    assert "1 unjudged queries of" in capsys.readouterr().err and "99" not in read_run(out)
     params = json.loads(params_out.read_text())
     assert params["short_docs"] == "birch" and "add 0" in params["short_docs_handling"]
     assert [f["fold"] for f in params["folds"]] == list(FOLDS)
