@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-from reranker.formats.errors import report
-
 STAGES = {
     "collections": "export a collection's docs, topics and qrels; dataset statistics",
     "index": "build a Lucene index with pyserini",
@@ -41,11 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     if stage not in STAGES:
         print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"reranker.{stage}")
-    try:
-        return int(module.main(rest) or 0)
-    except Exception as err:  # an input error becomes one line and exit 2; a bug keeps its traceback
-        return report(stage, err)
+    # each stage's main reports an input error as one line and exit 2 (formats.errors.exits_on_input_error)
+    return int(importlib.import_module(f"reranker.{stage}").main(rest) or 0)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import exits_on_input_error, report
+from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
@@ -616,7 +616,6 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
     return table
 
 
-@exits_on_input_error("tables resources")
 def main_resources(argv: list[str]) -> int:
     """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables resources",
@@ -656,7 +655,7 @@ def main_resources(argv: list[str]) -> int:
 
 def main_index(argv: list[str]) -> int:
     """The run's README: every seed table of the three works, our file, its command, and whether the effect held."""
-    from reranker.claims import ClaimError, index, load_seeds
+    from reranker.claims import index, load_seeds
 
     parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
     parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
@@ -664,16 +663,12 @@ def main_index(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
     parser.add_argument("--command", default="", help="the command that made the run, named in the README")
     args = parser.parse_args(argv)
-    try:
-        text = index(load_seeds(args.seeds), Path(args.run_dir), args.command)
-    except ClaimError as err:
-        return report("tables", err)
+    text = index(load_seeds(args.seeds), Path(args.run_dir), args.command)  # a ClaimError is an input error: main reports it
     write_text(args.out, text)
     print(args.out)
     return 0
 
 
-@exits_on_input_error("tables")
 @exits_on_input_error("tables")
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
