@@ -47,7 +47,7 @@ from reranker.cli import add_config, add_files
 from reranker.config import collection_config, entry_defaults, load_config
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import InputError, exits_on_input_error
-from reranker.formats.folds import read_folds
+from reranker.formats.folds import fold_queries, read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs, write_run
@@ -284,7 +284,7 @@ def cross_validate_sets(run: Run, candidate_sets: Mapping[str, Mapping[str, Cand
     chosen per fold.
     """
     params = parameter_grid(top_n, alpha_step, weight_step)
-    in_folds = {q for qids in folds.values() for q in qids}
+    in_folds = fold_queries(folds)
     evaluated = [qid for qid in qid_order(in_folds) if qid in run and qid in qrels]
     if not evaluated:
         raise InputError("no fold query is both in the run and in the qrels")
@@ -382,7 +382,7 @@ def run_birch(args: argparse.Namespace) -> int:
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
-    in_folds = {qid for qids in folds.values() for qid in qids}
+    in_folds = fold_queries(folds)
     unjudged = [qid for qid in run if qid not in in_folds and qid not in qrels]  # judged ones: refused below
     if unjudged:
         print(f"{len(unjudged)} unjudged queries of {args.run} are in no fold of {args.folds} and are left out "

@@ -181,10 +181,10 @@ def build_pairs(qrels: Qrels, run: Run, config: TrainingConfig = DEFAULT_TRAININ
 
 def fold_training_queries(folds_path: str | os.PathLike, fold: str, topics_path: str | os.PathLike) -> frozenset[str]:
     """The collection's queries outside `fold`'s test queries; every query of the folds must be in the topics."""
-    from reranker.formats.folds import fold_test_queries
+    from reranker.formats.folds import fold_queries, fold_test_queries
 
     (folds, test), topics = fold_test_queries(folds_path, fold), read_topics_tsv(topics_path)
-    unknown = sorted({q for qids in folds.values() for q in qids} - topics.keys(), key=lambda q: (len(q), q))
+    unknown = sorted(fold_queries(folds) - topics.keys(), key=lambda q: (len(q), q))
     if unknown:
         raise FormatError(folds_path, None, f"{len(unknown)} queries of the folds are not in the collection's topics "
                           f"{topics_path}, e.g. {', '.join(unknown[:5])}")

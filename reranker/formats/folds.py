@@ -18,6 +18,11 @@ from reranker.formats.text import open_text
 Folds = dict[str, list[str]]  # fold name -> test qids
 
 
+def fold_queries(folds: Mapping[str, Iterable[str]]) -> set[str]:
+    """Every query that some fold tests."""
+    return {qid for qids in folds.values() for qid in qids}
+
+
 def check_folds(folds: Mapping[str, list[str]], source: str | os.PathLike) -> None:
     """At least two folds, none empty, no query in two."""
     if len(folds) < 2:
