@@ -20,8 +20,10 @@ def portable_name(path: str | os.PathLike) -> str:
     """An input's name as every machine reads it: `${BIRCH_DATA}/...` under the data folder, relative
     under the working directory (the repository, for a workflow run), else as given."""
     absolute = Path(os.path.abspath(path))
-    bases = [(Path(os.path.abspath(data)), "${BIRCH_DATA}/") for data in [os.environ.get("BIRCH_DATA")] if data]
-    for base, prefix in bases + [(Path.cwd(), "")]:
+    bases = [(Path.cwd(), "")]
+    if os.environ.get("BIRCH_DATA"):
+        bases.insert(0, (Path(os.path.abspath(os.environ["BIRCH_DATA"])), "${BIRCH_DATA}/"))
+    for base, prefix in bases:
         if absolute.is_relative_to(base) and absolute != base:
             return prefix + absolute.relative_to(base).as_posix()
     return str(path)
