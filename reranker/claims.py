@@ -260,6 +260,8 @@ def files_of(entry: Mapping, run_dir: Path) -> str:
 
 def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
     """The run's README: an index from every seed table to our files, its command and whether the effect held."""
+    if not (run_dir / "numbers").is_dir():  # else every verdict would read "not run", written without a word
+        raise ClaimError(f"{run_dir}: no numbers/ folder; name a run folder the workflow has written tables into")
     lines = [seeds.get("heading", "# What is stored here, table by table"), ""]
     if seeds.get("intro"):
         lines += [seeds["intro"].strip(), ""]

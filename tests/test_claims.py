@@ -93,6 +93,14 @@ def test_the_index_command_writes_the_readme_with_every_verdict(run_dir, tmp_pat
     assert "Made by `make run`" in text
 
 
+def test_the_index_of_a_folder_with_no_numbers_is_an_error_not_a_readme_of_gaps(tmp_path, capsys):
+    seeds = seeds_file(tmp_path, [{"kind": "observe", "rows": "Birch*", "measure": "P@20"}])
+    out = tmp_path / "README.md"
+    assert tables.main(["index", "--run-dir", str(tmp_path / "runs" / "defualt"), "--seeds", str(seeds),
+                        "--out", str(out)]) == 2
+    assert "defualt: no numbers/ folder" in capsys.readouterr().err and not out.exists()
+
+
 @pytest.mark.parametrize("claim, message", [
     ({"kind": "compare", "rows": "x", "than": "y", "measure": "AP@1000", "expect": "above", "colour": 1}, "unknown keys colour"),
     ({"kind": "compare", "rows": "x", "than": "y", "measure": "AP@1000", "expect": "sideways"}, "expect 'sideways'"),
