@@ -88,23 +88,41 @@ class Objective:
         return ce * torch.nn.functional.cross_entropy(logits, targets) + bce * self._bce(logits, targets)
 
     def prior_loss(self, train_targets: torch.Tensor, targets: torch.Tensor) -> float:
-        """The loss on `targets` of a constant prediction fitted to the training targets (the label prior)."""
+        """The loss on `targets` of the best constant prediction under this objective's own loss, fitted
+        to the training targets (the label prior): a model must beat it to have learned anything."""
         if not len(targets):
             return math.nan
-        if self.name == "regression":
-            constant = torch.full((len(targets), 1), float(train_targets.float().mean()))
-        elif self.name == "distill":  # the teacher's mean logits
-            constant = train_targets.float().mean(dim=0).expand(len(targets), 2)
-        else:
-            n = self.outputs
-            prior = (torch.bincount(train_targets, minlength=n).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
-            if self.name == "multi_label":  # independent sigmoids: each at its level's frequency
-                row = torch.log(prior / (1 - prior))
-            else:  # softmax at the prior (the BCE half of multi_class_multi_label is not at its own optimum)
-                row = prior.log()
-            constant = row.float().expand(len(targets), n)
+        row = self.prior_row(train_targets)
         with torch.no_grad():
-            return float(self.loss(constant, targets))
+            return float(self.loss(row.expand(len(targets), self.outputs), targets))
+
+    def prior_row(self, train_targets: torch.Tensor) -> torch.Tensor:
+        """The constant logits that minimise the loss on `train_targets`."""
+        if self.name == "regression":
+            return train_targets.float().mean().reshape(1)
+        if self.name == "distill":  # the teacher's mean logits
+            return train_targets.float().mean(dim=0)
+        n = self.outputs
+        prior = (torch.bincount(train_targets, minlength=n).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
+        if self.name == "binary":
+            return prior.log().float()
+        # a sigmoid per level: BCE with pos_weight w is least at sigmoid(z) = w p / (w p + 1 - p)
+        weight = torch.ones(n, dtype=torch.double) if self.class_weights is None else torch.tensor(self.class_weights).double()
+        row = torch.log(weight * prior / (1 - prior)).float()
+        if self.name == "multi_label":
+            return row
+        # multi_class_multi_label mixes softmax CE and that BCE: no closed form, so descend from the BCE optimum
+        row = row.clone().requires_grad_(True)
+        optimiser = torch.optim.LBFGS([row], max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+
+        def closure():
+            optimiser.zero_grad()
+            loss = self.loss(row.expand(len(train_targets), n), train_targets)
+            loss.backward()
+            return loss
+
+        optimiser.step(closure)
+        return row.detach()
 
     def score(self, logits: torch.Tensor) -> torch.Tensor:
         """A ranking score for validation: the relevant logit, the predicted level (argmax ranking), or the value."""

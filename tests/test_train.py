@@ -209,6 +209,26 @@ def test_prior_loss_is_the_constant_predictor_cross_entropy():
         -(1 / 8 * math.log(1 / 8) + 7 / 8 * math.log(7 / 8)), rel=1e-5)
 
 
+@pytest.mark.parametrize("objective", [
+    Objective("binary", 2, 1),
+    Objective("multi_label", 3, 1),
+    Objective("multi_label", 3, 1, class_weights=(1.0, 4.0, 9.0)),  # weighted: the unweighted prior is too high
+    Objective("multi_class_multi_label", 3, 1, class_weights=(1.0, 4.0, 9.0)),
+    Objective("regression", 3, 1, grade_values=(0.0, 0.5, 1.0)),
+], ids=["binary", "multi_label", "multi_label_weighted", "multi_class_multi_label", "regression"])
+def test_the_label_prior_is_the_best_constant_under_the_objectives_own_loss(objective):
+    levels = torch.tensor([0] * 12 + [1] * 3 + [2])
+    targets = objective.targets(levels.tolist(), (levels >= 1).long().tolist())
+    row = objective.prior_row(targets)
+    assert objective.prior_loss(targets, targets) == pytest.approx(float(objective.loss(row.expand(16, -1), targets)))
+    best = float(objective.loss(row.expand(16, -1), targets))
+    for i in range(len(row)):  # no step along one logit lowers the loss: the constant is a minimum
+        for step in (-0.05, 0.05):
+            moved = row.clone()
+            moved[i] += step
+            assert float(objective.loss(moved.expand(16, -1), targets)) >= best - 1e-6, (i, step)
+
+
 def test_validation_queries_are_seeded_and_never_trained_on(scifact):
     qrels = read_qrels(scifact.qrels)
     first = validation_queries(qrels, None, 1, 0.1, 42, "beir/scifact/train")
