@@ -444,3 +444,14 @@ def test_device_usage_says_none_on_a_cpu_and_parts_combine():
         "gpu": "NVIDIA H100", "gpu_peak_memory_mib": 1200.0, "gpu_energy_joules": 75.0}
     assert combine_usage([gpu, {**gpu, "gpu_energy_joules": "none"}])["gpu_energy_joules"] == "none"
     assert set(machine()) == {"cpu", "cpu_bf16", "threads", "gpu"}
+
+
+def test_a_held_out_loss_within_the_margin_of_the_prior_is_not_called_learning():
+    """0.371 against a prior of 0.377 was stored as "below the prior on 5 of 5 folds"; it is noise."""
+    def meta(loss):
+        return {"steps": 150, "validation": {"loss": loss, "prior_loss": 0.377, "selected_step": 150, "select": "loss",
+                                             "untrained_loss": 0.69, "pairs": 100}}
+    assert "within the 5% margin: it did not learn" in tables.checkpoint_note("baseline", meta(0.371))
+    assert "17% below it)" in tables.checkpoint_note("baseline", meta(0.313))
+    note = tables.folds_note("baseline", [meta(0.371), meta(0.313), meta(0.380)])
+    assert note.endswith("more than 5% below the prior (learned) on 1 of 3 folds.")
