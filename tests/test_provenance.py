@@ -33,10 +33,6 @@ def test_there_are_stored_numbers():
 # Stored before this check existed, not yet remade: each fails today (strict), and passes once remade.
 KNOWN_GAPS: dict[str, str] = {  # stored file -> why its provenance is incomplete (xfail, strict)
     "numbers/baselines.json": "names the data folder by its absolute path; the default's clean run remakes it",
-    # Remade by a quick run beside the default's clean run: these three hold its timings, so they
-    # wait for a quick run on quiet cores.
-    **{f"quick/numbers/{stem}.json": "made with an absolute run folder before inputs were named portably"
-       for stem in ("ntnu_5_5", "ntnu_5_6", "resources")},
 }
 
 
