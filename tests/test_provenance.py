@@ -32,7 +32,6 @@ def test_there_are_stored_numbers():
 
 # Stored before this check existed, not yet remade: each fails today (strict), and passes once remade.
 KNOWN_GAPS: dict[str, str] = {  # stored file -> why its provenance is incomplete (xfail, strict)
-    "numbers/baselines.json": "names the data folder by its absolute path; the default's clean run remakes it",
 }
 
 
