@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fast: sc.Scorer | None = sc.Scorer(classifier, precision="fast", batch_size=args.batch_size, threads=threads)
         fast_reason = None
-    except sc.PrecisionNotApplicable as err:
+    except hardware.PrecisionNotApplicable as err:
         fast, fast_reason = None, str(err)
     crossencoder = CrossEncoder(str(model_dir), device="cpu")
     plain = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
