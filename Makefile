@@ -36,14 +36,19 @@ $(STAMP): pyproject.toml
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
 # then the run's wall clock (runs/default/numbers/run.json), the Radboud and NTNU parts' own (the union of
 # their jobs' spans: *_time.json), the resources table again with that wall clock, and the HTML report
-# of every table and figure (runs/default/report.html).
+# of every table and figure (runs/default/report.html). A run stopped and resumed (`make run` again) is
+# one run made in stretches: each stretch's Snakemake log is kept in runs/default/logs/ and the wall clock
+# adds the stretches up, pauses left out.
+RUN_LOGS = $(RUN_DIR)/logs
 run: setup
-	$(BIN)/snakemake --cores $(CORES)
-	log="$$(ls -t .snakemake/log/*.snakemake.log | head -1)" && \
-	$(BIN)/python -m reranker tables wallclock --log "$$log" --out $(RUN_DIR)/numbers/run.json --command "make run" && \
-	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'radboud|segment_documents' \
+	@mkdir -p $(RUN_LOGS) && touch $(RUN_LOGS)/.stretch
+	$(BIN)/snakemake --cores $(CORES); status=$$?; \
+	find .snakemake/log -name '*.snakemake.log' -newer $(RUN_LOGS)/.stretch -exec cp -p {} $(RUN_LOGS)/ \; ; exit $$status
+	logs="$$(printf -- '--log %s ' $(RUN_LOGS)/*.snakemake.log)" && \
+	$(BIN)/python -m reranker tables wallclock $$logs --out $(RUN_DIR)/numbers/run.json --command "make run" && \
+	$(BIN)/python -m reranker tables wallclock $$logs --part 'radboud|segment_documents' \
 		--out $(RUN_DIR)/numbers/radboud_time.json --command "make run" && \
-	$(BIN)/python -m reranker tables wallclock --log "$$log" --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
+	$(BIN)/python -m reranker tables wallclock $$logs --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
 	$(BIN)/python -m reranker tables resources --run-dir $(RUN_DIR) --wall-clock $(RUN_DIR)/numbers/run.json \
 		--formats md csv html --out $(RUN_DIR)/tables/resources --numbers $(RUN_DIR)/numbers/resources.json --command "make run"
 	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html

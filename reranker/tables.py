@@ -505,6 +505,42 @@ def wall_clock(log: str | os.PathLike) -> dict | None:
             "jobs": int(done[-1][1]), "snakemake_log": Path(log).name}
 
 
+def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
+    """The wall clock of a run made in stretches, one Snakemake log each (stopped and resumed, e.g. across
+    sessions): each stretch from its start (the log's Date) to its end (its elapsed time when it finished, else
+    its last timestamp), added up; the pauses between stretches do not count. The run must have finished: its
+    last stretch that ran a job reached 100%."""
+    import re
+    import time
+
+    stretches = []
+    for log in logs:
+        text = Path(log).read_text(encoding="utf-8", errors="replace")
+        started = re.search(r"^\s*Date: (.+)$", text, re.M)
+        finished = wall_clock(log)
+        stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", text, re.M)
+        if finished:
+            seconds = finished["wall_clock_seconds"]
+        elif started and stamps:
+            begin = time.mktime(time.strptime(started.group(1).strip()[:19], "%Y-%m-%d %H:%M:%S"))
+            seconds = max(0.0, time.mktime(time.strptime(stamps[-1], "%a %b %d %H:%M:%S %Y")) - begin)
+        else:
+            seconds = 0.0
+        stretches.append({"snakemake_log": Path(log).name, "started": started.group(1).strip() if started else None,
+                          "seconds": round(seconds, 1), "jobs": len(re.findall(r"^Finished jobid: ", text, re.M)),
+                          "finished": finished is not None})
+    stretches.sort(key=lambda s: s["started"] or "")
+    working = [s for s in stretches if s["jobs"]]
+    if not working:
+        raise TableError(f"no finished job in {', '.join(map(str, logs))}")
+    if not working[-1]["finished"]:
+        raise TableError(f"{working[-1]['snakemake_log']}: the run's last stretch stopped before 100% (resume it, "
+                         "then time it): no wall clock for an unfinished run")
+    return {"started": working[0]["started"], "wall_clock_seconds": round(sum(s["seconds"] for s in stretches), 1),
+            "jobs": sum(s["jobs"] for s in stretches), "stretches": stretches,
+            "snakemake_logs": [s["snakemake_log"] for s in stretches]}
+
+
 def job_spans(log: str | os.PathLike) -> list[dict]:
     """The finished jobs of a Snakemake log: start and end (epoch seconds), rule, and the job's block of
     text (its output and wildcards), in order of start."""
@@ -625,7 +661,7 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
                        f"exceed the wall clock during which any job ran: {busy / 60:.1f} min.")
     if wall_clock is not None:
         rest = wall_clock - busy
-        table.notes.append(f"The run's measured wall clock (Snakemake's log, numbers/run.json): {wall_clock / 60:.1f} min; "
+        table.notes.append(f"The run's measured wall clock (Snakemake's logs, numbers/run.json): {wall_clock / 60:.1f} min; "
                            f"the jobs cover {busy / wall_clock:.0%} of it. The rest, {rest / 60:.1f} min, is Snakemake's "
                            "start-up (parsing, DAG and checksums) and the gaps between a job's end and the next one's start.")
     return table
@@ -833,7 +869,7 @@ def main_wall_clock(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker tables wallclock",
                                      description="the wall clock of a finished Snakemake run, from its log")
     parser.add_argument("--log", required=True, action="append",
-                        help=".snakemake/log/*.snakemake.log of the run; with --part, one per session of a resumed run")
+                        help=".snakemake/log/*.snakemake.log of the run; one per stretch of a resumed run (runs/<profile>/logs/)")
     parser.add_argument("--part", metavar="REGEX",
                         help="time only the jobs whose rule, outputs or wildcards match this regular expression "
                              "(e.g. 'radboud|segment_documents'), over every --log")
@@ -846,9 +882,9 @@ def main_wall_clock(argv: list[str]) -> int:
         except TableError as err:  # e.g. a rerun with nothing to do: the timed run's record stays
             print(f"{err}; {args.out} kept", file=sys.stderr)
             return 0
+    elif len(args.log) > 1:
+        timing = run_wall_clock(args.log)  # a resumed run: its stretches, pauses left out
     else:
-        if len(args.log) > 1:
-            parser.error("several --log need --part")
         timing = wall_clock(args.log[0])
         if timing is None:
             print(f"{args.log[0]}: no finished job in this run; {args.out} kept", file=sys.stderr)

@@ -202,6 +202,30 @@ def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
     assert json.loads(out.read_text())["wall_clock_seconds"] == 3166.2  # a no-op run keeps the timed run's record
 
 
+def test_a_resumed_run_is_timed_as_the_sum_of_its_stretches_without_the_pauses(tmp_path, capsys):
+    from reranker.tables import main
+
+    a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/scifact/reranker.json")
+    b1, _ = snakemake_job("09:10:00", "09:12:00", "score", 2, "scores/cranfield/x.parquet")  # drained: never finished
+    first = tmp_path / "2026-11-23T085900.000000.snakemake.log"
+    first.write_text("  Date: 2026-11-23 08:59:00\n" + a1 + a2 + "1 of 3 steps (33%) done\n" + b1 + "[Mon Nov 23 09:12:30 2026]\n")
+    c1, c2 = snakemake_job("14:00:30", "14:20:00", "score", 1, "scores/cranfield/x.parquet")
+    second = tmp_path / "2026-11-23T140000.000000.snakemake.log"
+    second.write_text("  Date: 2026-11-23 14:00:00\n" + c1 + c2 + "2 of 2 steps (100%) done\nElapsed time: 0:21:00\n")
+    noop = tmp_path / "2026-11-23T150000.000000.snakemake.log"
+    noop.write_text("  Date: 2026-11-23 15:00:00\nNothing to be done (all requested files are present and up to date).\n")
+    out = tmp_path / "run.json"
+    assert main(["wallclock", "--log", str(second), "--log", str(noop), "--log", str(first), "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    # 08:59:00-09:12:30 (to its last timestamp: the drained job's time counts), then 21 min; 14:21-15:00 does not
+    assert record["wall_clock_seconds"] == 13.5 * 60 + 21 * 60 and record["jobs"] == 2
+    assert [s["seconds"] for s in record["stretches"]] == [13.5 * 60, 21 * 60, 0.0]
+    assert record["started"] == "2026-11-23 08:59:00"
+
+    assert main(["wallclock", "--log", str(first), "--log", str(noop), "--out", str(tmp_path / "no.json")]) == 2
+    assert "stopped before 100%" in capsys.readouterr().err and not (tmp_path / "no.json").exists()
+
+
 def write_eval(path, values: dict[str, float]):
     """A saved evaluation with the given aggregates (two queries holding the same value)."""
     path.write_text(json.dumps({"measures": list(values), "queries": 2, "aggregate": values,
