@@ -490,11 +490,24 @@ def pretraining_table(specs: Sequence[str], caption: str) -> Table:
     return table
 
 
+# A job's timestamp line in a Snakemake log, and how to read it (local time, as Snakemake writes it).
+LOG_STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$"
+
+
+def _stamp_seconds(stamp: str) -> float:
+    import time
+
+    return time.mktime(time.strptime(stamp, "%a %b %d %H:%M:%S %Y"))
+
+
 def wall_clock(log: str | os.PathLike) -> dict | None:
     """Start, wall-clock seconds and jobs of a finished Snakemake run, from its log; None if it ran no job."""
+    return _finished_wall_clock(Path(log).read_text(encoding="utf-8", errors="replace"), Path(log).name)
+
+
+def _finished_wall_clock(text: str, name: str) -> dict | None:
     import re
 
-    text = Path(log).read_text(encoding="utf-8", errors="replace")
     started = re.search(r"^\s*Date: (.+)$", text, re.M)
     elapsed = re.search(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d+):([\d.]+)$", text, re.M)
     done = re.findall(r"^(\d+) of (\d+) steps \(100%\) done$", text, re.M)
@@ -502,7 +515,7 @@ def wall_clock(log: str | os.PathLike) -> dict | None:
         return None
     days, hours, minutes, seconds = (float(x) if x else 0.0 for x in elapsed.groups())
     return {"started": started.group(1).strip(), "wall_clock_seconds": round(((days * 24 + hours) * 60 + minutes) * 60 + seconds, 1),
-            "jobs": int(done[-1][1]), "snakemake_log": Path(log).name}
+            "jobs": int(done[-1][1]), "snakemake_log": name}
 
 
 def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
@@ -517,13 +530,13 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
     for log in logs:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
         started = re.search(r"^\s*Date: (.+)$", text, re.M)
-        finished = wall_clock(log)
-        stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$", text, re.M)
+        finished = _finished_wall_clock(text, Path(log).name)
+        stamps = re.findall(LOG_STAMP, text, re.M)
         if finished:
             seconds = finished["wall_clock_seconds"]
         elif started and stamps:
             begin = time.mktime(time.strptime(started.group(1).strip()[:19], "%Y-%m-%d %H:%M:%S"))
-            seconds = max(0.0, time.mktime(time.strptime(stamps[-1], "%a %b %d %H:%M:%S %Y")) - begin)
+            seconds = max(0.0, _stamp_seconds(stamps[-1]) - begin)
         else:
             seconds = 0.0
         stretches.append({"snakemake_log": Path(log).name, "started": started.group(1).strip() if started else None,
@@ -545,11 +558,10 @@ def job_spans(log: str | os.PathLike) -> list[dict]:
     """The finished jobs of a Snakemake log: start and end (epoch seconds), rule, and the job's block of
     text (its output and wildcards), in order of start."""
     import re
-    import time
 
     text = Path(log).read_text(encoding="utf-8", errors="replace")
-    stamp = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
-    when = lambda s: time.mktime(time.strptime(s, "%a %b %d %H:%M:%S %Y"))  # noqa: E731
+    stamp = LOG_STAMP[:-1] + r"\n"
+    when = _stamp_seconds
     started = {m.group(3): (when(m.group(1)), m.group(2), m.group(0))
                for m in re.finditer(stamp + r"(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)\n(?:    .*\n)*", text, re.M)}
     spans = []
