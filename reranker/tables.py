@@ -490,8 +490,9 @@ def pretraining_table(specs: Sequence[str], caption: str) -> Table:
     return table
 
 
-# A job's timestamp line in a Snakemake log, and how to read it (local time, as Snakemake writes it).
-LOG_STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$"
+# A job's timestamp line in a Snakemake log, without its line end (callers add `$` or `\n`), and how to
+# read it (local time, as Snakemake writes it).
+LOG_STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]"
 
 
 def _stamp_seconds(stamp: str) -> float:
@@ -531,7 +532,7 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
         started = re.search(r"^\s*Date: (.+)$", text, re.M)
         finished = _finished_wall_clock(text, Path(log).name)
-        stamps = re.findall(LOG_STAMP, text, re.M)
+        stamps = re.findall(LOG_STAMP + "$", text, re.M)
         if finished:
             seconds = finished["wall_clock_seconds"]
         elif started and stamps:
@@ -560,15 +561,14 @@ def job_spans(log: str | os.PathLike) -> list[dict]:
     import re
 
     text = Path(log).read_text(encoding="utf-8", errors="replace")
-    stamp = LOG_STAMP[:-1] + r"\n"
-    when = _stamp_seconds
-    started = {m.group(3): (when(m.group(1)), m.group(2), m.group(0))
+    stamp = LOG_STAMP + r"\n"
+    started = {m.group(3): (_stamp_seconds(m.group(1)), m.group(2), m.group(0))
                for m in re.finditer(stamp + r"(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)\n(?:    .*\n)*", text, re.M)}
     spans = []
     for m in re.finditer(stamp + r"Finished jobid: (\d+) \(Rule: (\w+)\)", text, re.M):
         if m.group(2) in started:
             start, rule, block = started[m.group(2)]
-            spans.append({"start": start, "end": when(m.group(1)), "rule": rule, "text": block})
+            spans.append({"start": start, "end": _stamp_seconds(m.group(1)), "rule": rule, "text": block})
     return sorted(spans, key=lambda span: span["start"])
 
 
