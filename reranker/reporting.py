@@ -48,7 +48,8 @@ def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Ma
             pass
     checksums = {portable_name(path): file_sha256(path)[:16] for path in inputs}
     record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
-              "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+              # results/ is the stored reference, not code: a run resumed after `make promote` is clean.
+              "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results")),
               "versions": versions, "inputs_sha256": checksums}
     record.update(extra or {})
     return record

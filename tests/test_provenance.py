@@ -95,3 +95,26 @@ def test_inputs_are_named_the_same_on_every_machine(tmp_path, monkeypatch):
     record = provenance("test", [data / "robust04" / "qrels.txt", run / "table.json", "runs/x/table.json", outside])
     assert list(record["inputs_sha256"]) == ["${BIRCH_DATA}/robust04/qrels.txt", "runs/x/table.json", str(outside)]
     assert portable_name(data) == str(data)  # the folder itself is no input
+
+
+def test_a_tree_dirty_only_in_results_is_clean_code(tmp_path, monkeypatch):
+    """A run resumed after `make promote` (which rewrites results/) was still made from committed code."""
+    import subprocess
+
+    from reranker.reporting import provenance
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.md").write_text("old\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    monkeypatch.chdir(tmp_path / "results")  # from a subfolder too: the pathspecs are the repository's
+    (tmp_path / "results" / "table.md").write_text("promoted\n")
+    assert provenance("test")["git_dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance("test")["git_dirty"] is True
