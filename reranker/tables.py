@@ -493,6 +493,8 @@ def pretraining_table(specs: Sequence[str], caption: str) -> Table:
 # A job's timestamp line in a Snakemake log, without its line end (callers add `$` or `\n`), and how to
 # read it (local time, as Snakemake writes it).
 LOG_STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]"
+# A Snakemake log's start, near its top (local time, as "YYYY-mm-dd HH:MM:SS...").
+LOG_DATE = r"^\s*Date: (.+)$"
 
 
 def _stamp_seconds(stamp: str) -> float:
@@ -509,7 +511,7 @@ def wall_clock(log: str | os.PathLike) -> dict | None:
 def _finished_wall_clock(text: str, name: str) -> dict | None:
     import re
 
-    started = re.search(r"^\s*Date: (.+)$", text, re.M)
+    started = re.search(LOG_DATE, text, re.M)
     elapsed = re.search(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d+):([\d.]+)$", text, re.M)
     done = re.findall(r"^(\d+) of (\d+) steps \(100%\) done$", text, re.M)
     if not (started and elapsed and done):
@@ -530,17 +532,18 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
     stretches = []
     for log in logs:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
-        started = re.search(r"^\s*Date: (.+)$", text, re.M)
+        started = re.search(LOG_DATE, text, re.M)
+        started = started.group(1).strip() if started else None
         finished = _finished_wall_clock(text, Path(log).name)
-        stamps = re.findall(LOG_STAMP + "$", text, re.M)
+        stamps = [] if finished else re.findall(LOG_STAMP + "$", text, re.M)  # only a stopped stretch needs them
         if finished:
             seconds = finished["wall_clock_seconds"]
         elif started and stamps:
-            begin = time.mktime(time.strptime(started.group(1).strip()[:19], "%Y-%m-%d %H:%M:%S"))
+            begin = time.mktime(time.strptime(started[:19], "%Y-%m-%d %H:%M:%S"))
             seconds = max(0.0, _stamp_seconds(stamps[-1]) - begin)
         else:
             seconds = 0.0
-        stretches.append({"snakemake_log": Path(log).name, "started": started.group(1).strip() if started else None,
+        stretches.append({"snakemake_log": Path(log).name, "started": started,
                           "seconds": round(seconds, 1), "jobs": len(re.findall(r"^Finished jobid: ", text, re.M)),
                           "finished": finished is not None})
     stretches.sort(key=lambda s: s["started"] or "")
