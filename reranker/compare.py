@@ -49,7 +49,10 @@ class Difference:
             return "missing"
         if math.isnan(self.run) and math.isnan(self.reference):
             return "match"
-        return "match" if abs(self.run - self.reference) <= self.tolerance else "drift"
+        difference = abs(self.run - self.reference)
+        # A difference of exactly the tolerance matches: 0.8253 - 0.8153 is 0.010000000000000009 in floats.
+        on_the_boundary = self.tolerance > 0 and math.isclose(difference, self.tolerance, rel_tol=1e-9)
+        return "match" if difference <= self.tolerance or on_the_boundary else "drift"
 
 
 def leaves(numbers: Mapping, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:

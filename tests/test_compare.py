@@ -35,6 +35,15 @@ def test_model_numbers_within_tolerance_match(tmp_path, capsys):
     assert "| tables/birch_main.md | differs |" in report
 
 
+def test_a_difference_of_exactly_the_tolerance_matches_despite_float_rounding():
+    """The default's clean run failed on two R@10 cells 3/300 apart (0.8253... vs 0.8153...), whose float
+    difference is 0.010000000000000009: one ulp past a tolerance of 0.01 meant as inclusive."""
+    at_the_boundary = compare.Difference("t", "k", "model", 0.8153333333333334, 0.8253333333333334, 0.01)
+    assert at_the_boundary.status == "match"
+    assert compare.Difference("t", "k", "model", 0.8153, 0.8254, 0.01).status == "drift"
+    assert compare.Difference("t", "k", "lucene", 0.25, 0.25 + 1e-15, 0.0).status == "drift"
+
+
 def test_lucene_numbers_must_match_exactly(tmp_path, capsys):
     path = setup(tmp_path, 0.30, 0.2500001)
     assert compare.main(["--config", str(path), "--out", str(tmp_path / "report.md")]) == 1
