@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from reranker.formats.errors import InputError
+from reranker.tolerance import within
 
 DEFAULT_SEEDS = Path(__file__).resolve().parent.parent / "workflow" / "config" / "seed_tables.yaml"
 KINDS = ("compare", "observe", "value", "monotone", "best")
@@ -192,7 +193,7 @@ def check_value(claim: Mapping, document: Mapping) -> Verdict:
     if value is None:
         raise ClaimError(f"no {claim['measure']} for {claim['group']} / {claim['row']}")
     tolerance = claim.get("tolerance", 0.0005)
-    word = "yes" if abs(value - claim["equals"]) <= tolerance else "no"
+    word = "yes" if within(value, claim["equals"], tolerance) else "no"
     return Verdict(word, f"{claim['row']} {claim['measure']} {_fmt(value)} (published {claim['equals']})")
 
 

@@ -22,6 +22,7 @@ from reranker.config import load_config
 from reranker.formats.atomic import write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.registry import FIRST_STAGES
+from reranker.tolerance import within
 from reranker.workflow import PUBLISHED, PUBLISHED_FILES
 
 LUCENE_TABLES = {"baselines", "dataset_stats"}
@@ -49,10 +50,7 @@ class Difference:
             return "missing"
         if math.isnan(self.run) and math.isnan(self.reference):
             return "match"
-        difference = abs(self.run - self.reference)
-        # A difference of exactly the tolerance matches: 0.8253 - 0.8153 is 0.010000000000000009 in floats.
-        on_the_boundary = self.tolerance > 0 and math.isclose(difference, self.tolerance, rel_tol=1e-9)
-        return "match" if difference <= self.tolerance or on_the_boundary else "drift"
+        return "match" if within(self.run, self.reference, self.tolerance) else "drift"
 
 
 def leaves(numbers: Mapping, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:
