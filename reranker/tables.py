@@ -508,16 +508,23 @@ def wall_clock(log: str | os.PathLike) -> dict | None:
     return _finished_wall_clock(Path(log).read_text(encoding="utf-8", errors="replace"), Path(log).name)
 
 
-def _finished_wall_clock(text: str, name: str) -> dict | None:
+def _log_start(text: str) -> str | None:
     import re
 
     started = re.search(LOG_DATE, text, re.M)
+    return started.group(1).strip() if started else None
+
+
+def _finished_wall_clock(text: str, name: str) -> dict | None:
+    import re
+
+    started = _log_start(text)
     elapsed = re.search(r"^Elapsed time: (?:(\d+) days?, )?(\d+):(\d+):([\d.]+)$", text, re.M)
     done = re.findall(r"^(\d+) of (\d+) steps \(100%\) done$", text, re.M)
     if not (started and elapsed and done):
         return None
     days, hours, minutes, seconds = (float(x) if x else 0.0 for x in elapsed.groups())
-    return {"started": started.group(1).strip(), "wall_clock_seconds": round(((days * 24 + hours) * 60 + minutes) * 60 + seconds, 1),
+    return {"started": started, "wall_clock_seconds": round(((days * 24 + hours) * 60 + minutes) * 60 + seconds, 1),
             "jobs": int(done[-1][1]), "snakemake_log": name}
 
 
@@ -532,17 +539,15 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
     stretches = []
     for log in logs:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
-        started = re.search(LOG_DATE, text, re.M)
-        started = started.group(1).strip() if started else None
         finished = _finished_wall_clock(text, Path(log).name)
-        stamps = [] if finished else re.findall(LOG_STAMP + "$", text, re.M)  # only a stopped stretch needs them
         if finished:
-            seconds = finished["wall_clock_seconds"]
-        elif started and stamps:
-            begin = time.mktime(time.strptime(started[:19], "%Y-%m-%d %H:%M:%S"))
-            seconds = max(0.0, _stamp_seconds(stamps[-1]) - begin)
-        else:
+            started, seconds = finished["started"], finished["wall_clock_seconds"]
+        else:  # stopped: from its start to its last job stamp
+            started, stamps = _log_start(text), re.findall(LOG_STAMP + "$", text, re.M)
             seconds = 0.0
+            if started and stamps:
+                begin = time.mktime(time.strptime(started[:19], "%Y-%m-%d %H:%M:%S"))
+                seconds = max(0.0, _stamp_seconds(stamps[-1]) - begin)
         stretches.append({"snakemake_log": Path(log).name, "started": started,
                           "seconds": round(seconds, 1), "jobs": len(re.findall(r"^Finished jobid: ", text, re.M)),
                           "finished": finished is not None})
