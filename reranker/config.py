@@ -267,10 +267,27 @@ def _ntnu_checkpoints(config: Mapping) -> dict:
         for name, spec in section.get("models", {}).items()}
 
 
+# Named rows an overlay may drop from the layers below it by naming them with `null` (deep merges can add
+# and change entries but not remove them): the quick profile keeps one row per code path.
+DROPPABLE_ROWS = (("radboud", "pretraining"), ("radboud", "variants"), ("ntnu", "models"))
+
+
+def _drop_null_rows(config: dict) -> dict:
+    """`config` without the rows named null in DROPPABLE_ROWS and in NTNU tables' `distilled` maps."""
+    for section, key in DROPPABLE_ROWS:
+        rows = (config.get(section) or {}).get(key)
+        if isinstance(rows, dict):
+            config[section][key] = {name: spec for name, spec in rows.items() if spec is not None}
+    for spec in ((config.get("ntnu") or {}).get("tables") or {}).values():
+        if isinstance(spec, dict) and isinstance(spec.get("distilled"), dict):
+            spec["distilled"] = {row: model for row, model in spec["distilled"].items() if model is not None}
+    return config
+
+
 def resolve(config: Mapping, expand: bool = True) -> dict:
-    """Schema defaults under `config`, registry entries filled, the Radboud and NTNU checkpoints added, validated,
-    `${VAR}` expanded."""
-    resolved = _fill_entries(merge(defaults(), config))
+    """Schema defaults under `config`, rows named null dropped, registry entries filled, the Radboud and NTNU
+    checkpoints added, validated, `${VAR}` expanded."""
+    resolved = _fill_entries(_drop_null_rows(merge(defaults(), config)))
     resolved["checkpoints"] = {**resolved["checkpoints"], **_radboud_checkpoints(resolved), **_ntnu_checkpoints(resolved)}
     validate(resolved)
     return expand_vars(resolved) if expand else resolved

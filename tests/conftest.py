@@ -70,3 +70,21 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     write_meta(out, {"head": classifier.head, "relevant_index": classifier.relevant_index,
                      "base": TINY_BASE, "num_layers": TINY_LAYERS})
     return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dag_runs(request, tmp_path_factory):
+    """When `dag` tests are selected, their Snakemake runs start with the session, beside the other tests
+    (tests/background.py says why); the `dag` tests wait for them. Stopped at the end if still running."""
+    if not any(item.get_closest_marker("dag") for item in request.session.items) or not Path(
+            os.environ.get("BIRCH_DATA", REPO / "data")).exists():
+        yield {}
+        return
+    from tests.background import start_dag_runs
+
+    runs = start_dag_runs(tmp_path_factory.mktemp("dag"))
+    try:
+        yield runs
+    finally:
+        for run in runs.values():
+            run.stop()

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from reranker.compare import AFTER_COMPARISON
+from tests.background import DETERMINISM_TARGETS
 from tests.test_container import result_tables
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,31 +31,53 @@ def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory, birch_data) -> Path:
-    """Run the quick profile once into a temporary run folder; its last rule compares with results/quick/."""
-    out = tmp_path_factory.mktemp("quick") / "run"
-    overrides = ["--config", f"run_dir={out}"]
-    done = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", *overrides)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
-    rerun = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", "-n", *overrides)
+def quick_run(dag_runs) -> Path:
+    """The quick profile, started with the session (conftest.dag_runs) into a temporary run folder; its last
+    rule compares with results/quick/. Then a dry run, which must find nothing to do."""
+    done = dag_runs["quick"].wait()
+    assert done.returncode == 0, done.stdout[-12000:]
+    out = dag_runs["quick"].run_dir
+    print(f"quick DAG: {dag_runs['quick'].seconds / 60:.1f} min beside the other tests")
+    rerun = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", "-n", "--config", f"run_dir={out}")
     assert rerun.returncode == 0
     out.parent.joinpath("rerun.log").write_text(rerun.stdout + rerun.stderr)
     return out
 
 
+# The files compared: the published tables (timing columns blanked) and every data file between the stages.
+# Not compared: logs, benchmarks and metas (times), numbers/ (provenance names the run folder), Lucene's
+# index files (segment ids are random), the resolved config (it names the run folder).
+COMPARED = ("tables/*.md", "tables/*.csv", "tables/*.tex", "folds/*", "work/runs/*/*", "work/eval/*/*",
+            "work/segments/*/*", "work/scores/*/*/*.tsv", "work/scores/*/*.tsv", "work/fusion/*/*",
+            "work/collections/*/*", "work/folds/*", "work/checkpoints/*/*.safetensors")
+
+
 @pytest.fixture(scope="module")
-def second_quick_run(quick_run) -> Path:
-    """The quick profile once more, from nothing, into a second run folder (after the first: no shared state)."""
-    out = quick_run.parent.parent / "second" / "run"
-    done = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", "--config", f"run_dir={out}")
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-8000:]
-    return out
+def second_run(dag_runs) -> Path:
+    """Part of the quick DAG (tests/background.py: DETERMINISM_TARGETS) once more, from nothing, into a
+    second run folder: no state shared with the first but the read-only caches."""
+    done = dag_runs["second"].wait()
+    assert done.returncode == 0, done.stdout[-12000:]
+    return dag_runs["second"].run_dir
+
+
+def compared_files(run: Path) -> list[str]:
+    """The run's files that a rerun from nothing must give byte for byte, relative to the run folder."""
+    return sorted({str(p.relative_to(run)) for pattern in COMPARED for p in run.glob(pattern)
+                   if p.is_file() and not p.name.endswith(".meta.json") and p.stem not in AFTER_COMPARISON})
+
+
+def differing_files(first: Path, second: Path) -> list[str]:
+    """The second run's compared files that the first made otherwise (or did not make)."""
+    def content(path: Path) -> bytes | str:
+        return without_machine_columns(path) if path.parent.name == "tables" and path.suffix in (".md", ".csv") else path.read_bytes()
+    return [name for name in compared_files(second) if not (first / name).is_file() or content(first / name) != content(second / name)]
 
 
 def without_machine_columns(table: Path) -> str:
     """A table's Markdown or CSV with the cells of its machine-dependent columns (timings) blanked."""
-    numbers = json.loads((table.parent.parent / "numbers" / f"{table.stem}.json").read_text())
-    timed = set(numbers.get("machine_dependent", []))
+    numbers = table.parent.parent / "numbers" / f"{table.stem}.json"
+    timed = set(json.loads(numbers.read_text()).get("machine_dependent", [])) if numbers.is_file() else set()
     if table.suffix == ".csv":  # system, collection, measure, value, significant
         rows = list(csv.reader(io.StringIO(table.read_text())))
         return repr([row[:3] + ["–"] + row[4:] if row[2] in timed else row for row in rows])
@@ -64,13 +88,32 @@ def without_machine_columns(table: Path) -> str:
                      if line.startswith("| ") else line for line in lines)
 
 
-def test_two_clean_runs_give_identical_tables(quick_run, second_quick_run):
-    """Determinism: the same code, data and machine give the same tables, byte for byte, but for timings."""
-    tables = [p.name for p in result_tables(quick_run / "tables", (".md", ".csv"))]
-    assert tables == [p.name for p in result_tables(second_quick_run / "tables", (".md", ".csv"))]
-    differ = [name for name in tables
-              if without_machine_columns(quick_run / "tables" / name) != without_machine_columns(second_quick_run / "tables" / name)]
+def test_a_second_run_from_nothing_gives_identical_bytes(quick_run, second_run):
+    """Determinism: the same code, data and machine give the same tables and intermediate files, byte for
+    byte, but for timings."""
+    compared = compared_files(second_run)
+    tables = [name for name in compared if name.startswith("tables/")]
+    assert {f"tables/{Path(t).name}" for t in DETERMINISM_TARGETS if t.startswith("tables/")} <= set(tables), tables
+    assert any(name.endswith(".safetensors") for name in compared) and any("birch.scifact.3S" in name for name in compared)
+    assert len(compared) > 40, compared
+    differ = differing_files(quick_run, second_run)
     assert not differ, differ
+
+
+def test_the_determinism_check_fails_on_a_changed_table_or_file(tmp_path):
+    """The comparison above catches one changed digit in a table, and a changed score."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    table = "| System | AP |\n|---|---:|\n| BM25 | 0.3131 |\n"
+    for run, value, score in ((first, "0.3131", "0.5"), (second, "0.3132", "0.5")):
+        (run / "tables").mkdir(parents=True)
+        (run / "tables" / "t.md").write_text(table.replace("0.3131", value))
+        (run / "work" / "scores" / "c" / "k").mkdir(parents=True)
+        (run / "work" / "scores" / "c" / "k" / "s.tsv").write_text(f"1\td1\t0\t{score}\n")
+    assert differing_files(first, second) == ["tables/t.md"]
+    (second / "tables" / "t.md").write_text(table)
+    assert differing_files(first, second) == []
+    (second / "work" / "scores" / "c" / "k" / "s.tsv").write_text("1\td1\t0\t0.50000001\n")
+    assert differing_files(first, second) == ["work/scores/c/k/s.tsv"]
 
 
 def test_dry_run_shows_the_dag(birch_data):

@@ -144,8 +144,8 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     # Queries/min for every row, the first stage's included; the shape and size for the models alone.
     assert sum(":Queries/min:" in v for v in values) == len(specs)
     assert sum(":Parameters:" in v for v in values) == len(specs) - 1
-    stages = experiment.ntnu_speed_stages("layers-2")
-    assert list(stages) == ["retrieve", "segment", "score"] and "ntnu-layers-2" in stages["score"]
+    stages = experiment.ntnu_speed_stages("layers-4")
+    assert list(stages) == ["retrieve", "segment", "score"] and "ntnu-layers-4" in stages["score"]
     assert list(experiment.ntnu_speed_stages(section["first_stage"])) == ["retrieve"]
     assert experiment.ntnu_summary("ntnu_5_4").count("|") == len(experiment.ntnu_rows("ntnu_5_4")) - 1
     # Table 5.6: "Train" and "Distilled" groups, each with the first stage (its baseline); a size's two cells share a row.
@@ -153,10 +153,14 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     assert [g for g, _, _ in cells].count("Distilled") == 1 + len(section["tables"]["ntnu_5_6"]["distilled"])
     assert {(g, label) for g, label, run in cells if run == section["first_stage"]} == {("Train", "BM25"), ("Distilled", "BM25")}
     distilled = {label: run for g, label, run in cells if g == "Distilled"}
-    assert distilled["MiniLM-L6, first 2 layers"] == experiment.ntnu_run("distilled-layers-2", section["aggregation"])
-    assert experiment.ntnu_eval(distilled["MiniLM-L6, first 2 layers"]) in experiment.ntnu_table_inputs("ntnu_5_6")
+    assert distilled["MiniLM-L6, first 4 layers"] == experiment.ntnu_run("distilled-layers-4", section["aggregation"])
+    assert experiment.ntnu_eval(distilled["MiniLM-L6, first 4 layers"]) in experiment.ntnu_table_inputs("ntnu_5_6")
     # The distilled students learn from the 6-epoch teacher, whose checkpoint their training waits for.
-    assert experiment.checkpoint_files("ntnu-epochs-6")[0] in experiment.training_inputs("ntnu-distilled-layers-2")
+    assert experiment.checkpoint_files("ntnu-epochs-6")[0] in experiment.training_inputs("ntnu-distilled-layers-4")
+    # The rows the profile names null are gone, from the section and from the checkpoints alike.
+    assert "seed-3" not in section["models"] and "ntnu-seed-3" not in config["checkpoints"]
+    assert "layers-2" not in section["tables"]["ntnu_5_6"]["distilled"] and "layers-4" in section["tables"]["ntnu_5_6"]["distilled"]
+    assert "regression-binary" not in config["radboud"]["variants"] and "regression-exponential" in config["radboud"]["variants"]
     assert experiment.ntnu_figure_args("ntnu_5_4").endswith("--what validation")
     sweep = experiment.ntnu_sweep_specs()
     assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))

@@ -1,0 +1,80 @@
+"""Snakemake runs started at the session's start and awaited by the tests that read them.
+
+The quick DAG is mostly one job after another (most jobs claim both cores' threads but keep about one and
+a half busy), and the rest of the suite mostly runs on one thread: run side by side, they share 2 cores
+better than one after the other (issue 37: `make test` under 35 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BackgroundRun:
+    """`python -m snakemake <args>` in the checkout, its output kept in `log`; `wait()` gives what `run()` would."""
+
+    def __init__(self, args: list[str], log: Path, run_dir: Path) -> None:
+        self.args = [sys.executable, "-m", "snakemake", *args]
+        self.log = log
+        self.run_dir = run_dir
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("w") as sink:  # the child keeps its own descriptor
+            # its own process group: stop() ends Snakemake and the jobs it started, nothing else
+            self.process = subprocess.Popen(self.args, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, text=True,
+                                            env=os.environ.copy(), start_new_session=True)
+        self.started = time.monotonic()
+        self.seconds: float | None = None
+
+    def wait(self, timeout: float = 3600) -> subprocess.CompletedProcess:
+        if self.seconds is None:
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.stop()
+                raise
+            self.seconds = time.monotonic() - self.started
+        return subprocess.CompletedProcess(self.args, self.process.returncode, stdout=self.log.read_text(), stderr="")
+
+    def stop(self) -> None:
+        """SIGTERM (Snakemake stops its jobs), then SIGKILL to the group if it lingers."""
+        if self.process.poll() is not None:
+            return
+        for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+                self.process.wait(timeout=grace)
+                return
+            except ProcessLookupError:
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+QUICK = ["--profile", "workflow/profiles/quick", "--cores", "2"]
+# The determinism check's second run: one collection's part of the quick DAG with the same configuration,
+# from nothing, so each file it makes must equal the whole run's byte for byte (tests/test_workflow.py).
+# Cranfield with the one cross-domain checkpoint covers every stage kind but NTNU's own (which reuse
+# segment, train, score and fuse): export, folds, index, retrieve (BM25 and RM3 with a per-fold override),
+# segment, train (SciFact, then two Radboud rows from it), score (sentences and documents), fuse (Birch's
+# CV fusion and an aggregation), join, evaluate, and two tables: about a fifth of the DAG's jobs.
+DETERMINISM_TARGETS = (
+    "tables/radboud_3_5.md",                        # Radboud: the baseline and a regression row, fold 1
+    "tables/dataset_stats.md",
+    "work/eval/cranfield/birch.scifact.3S.json",    # Birch: the fusion chosen by 5-fold CV
+    "work/eval/cranfield/maxp.scifact.sentences.json",
+)
+
+
+def start_dag_runs(root: Path) -> dict[str, BackgroundRun]:
+    """The quick profile's whole DAG and the determinism check's part of it, each into its own run folder."""
+    quick, second = root / "quick" / "run", root / "second" / "run"
+    targets = [str(second / target) for target in DETERMINISM_TARGETS]  # before --config, which takes the rest
+    return {"quick": BackgroundRun([*QUICK, "--config", f"run_dir={quick}"], root / "quick.log", quick),
+            "second": BackgroundRun([*targets, *QUICK, "--config", f"run_dir={second}"], root / "second.log", second)}
