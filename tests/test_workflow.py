@@ -68,10 +68,14 @@ def compared_files(run: Path) -> list[str]:
 
 
 def differing_files(first: Path, second: Path) -> list[str]:
-    """The second run's compared files that the first made otherwise (or did not make)."""
-    def content(path: Path) -> bytes | str:
-        return without_machine_columns(path) if path.parent.name == "tables" and path.suffix in (".md", ".csv") else path.read_bytes()
-    return [name for name in compared_files(second) if not (first / name).is_file() or content(first / name) != content(second / name)]
+    """The second run's compared files that the first made otherwise (or did not make). Records that name
+    their inputs (evaluations, fusion parameters) name them in their own run folder: that name is set aside."""
+    def content(run: Path, name: str) -> bytes | str:
+        path = run / name
+        if path.parent.name == "tables" and path.suffix in (".md", ".csv"):
+            return without_machine_columns(path)
+        return path.read_bytes().replace(str(run).encode(), b"{run_dir}")
+    return [name for name in compared_files(second) if not (first / name).is_file() or content(first, name) != content(second, name)]
 
 
 def without_machine_columns(table: Path) -> str:
