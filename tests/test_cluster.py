@@ -74,8 +74,8 @@ def test_quick_profile_through_slurm_reproduces_the_stored_tables(slurm, tmp_pat
 def test_a_cancelled_score_job_resumes_without_rescoring_finished_shards(slurm, tmp_path, birch_data):
     copy = checkout_copy(tmp_path)
     (copy / "shards.yaml").write_text("score: {shard_size: 40}\n")
-    target = "runs/quick/work/scores/cranfield/minilm-l3-bi-encoder/bm25_rm3.k10.sentences.tsv"
-    inputs = snakemake(copy, slurm, "runs/quick/work/segments/cranfield/bm25_rm3.k10.sentences.jsonl",  # the score job's inputs
+    target = "runs/quick/work/scores/cranfield/minilm-l3-bi-encoder/bm25_rm3.k5.sentences.tsv"
+    inputs = snakemake(copy, slurm, "runs/quick/work/segments/cranfield/bm25_rm3.k5.sentences.jsonl",  # the score job's inputs
                        "runs/quick/work/collections/cranfield/qrels.txt", "--configfile", "workflow/config/quick.yaml", "shards.yaml")
     assert inputs.returncode == 0, inputs.stderr[-6000:]
     process = subprocess.Popen(snakemake_command(copy, target, "--configfile", "workflow/config/quick.yaml", "shards.yaml"),

@@ -103,7 +103,7 @@ def test_rows_and_lineage_of_the_quick_profile():
     assert ("vaswani", "BERT(SciFact→Cranfield) 1S", "birch.scifact-cranfield.1S") in cells
     assert experiment.table_finetuned == ["scifact", "scifact-cranfield"]
     caption = experiment.birch_caption()
-    assert "paraphrase-MiniLM-L3-v2" in caption and "top 10 documents" in caption  # the config actually used
+    assert "paraphrase-MiniLM-L3-v2" in caption and "top 5 documents" in caption  # the config actually used
     assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
 
 
