@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import re
 import shutil
@@ -14,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from reranker.compare import AFTER_COMPARISON
+from reranker.formats.runs import read_run
+from reranker.formats.unit_scores import read_unit_scores
 from tests.background import DETERMINISM_TARGETS
 from tests.test_container import result_tables
 
@@ -71,28 +73,16 @@ def compared_files(run: Path) -> list[str]:
 # Scores are cached by content and shared by a run's jobs, so a unit scored first in another job's batch
 # (Vaswani's sentences by its passages job, whose order the scheduler picks) carries that batch's fp32
 # rounding: measured, 29 of 467 scores differed in the 8th digit (-0.772006989 vs -0.772007048), and the
-# fused run's scores by up to ~1e-7, between two runs whose jobs ran in other orders. So score files
-# (qid doc unit score) and TREC runs (qid Q0 doc rank score tag) are compared as their (query, document,
-# unit) -> score maps, to 1e-6 absolute (ranks of documents tied that closely may swap); everything
-# else, tables included, byte for byte.
-NUMERIC = {".tsv": (slice(0, 3), 3), ".run": (slice(0, 3), 4)}
+# fused run's scores by up to ~1e-7, between two runs whose jobs ran in other orders. So score files and
+# TREC runs are compared as what their readers give, (query, document) -> scores, to 1e-6 absolute (ranks
+# of documents tied that closely may swap); everything else, tables included, byte for byte.
+READERS = {".tsv": read_unit_scores, ".run": read_run}
 
 
-def same_scores(a: str, b: str, suffix: str) -> bool:
-    key, value = NUMERIC[suffix]
-
-    def scores(text: str) -> dict[tuple[str, ...], float] | None:
-        out = {}
-        for line in text.splitlines():
-            fields = line.split()
-            try:
-                out[tuple(fields[key]) + tuple(fields[5:] if suffix == ".run" else ())] = float(fields[value])
-            except (IndexError, ValueError):
-                return None
-        return out
-    x, y = scores(a), scores(b)
-    return x is not None and y is not None and x.keys() == y.keys() and all(
-        math.isclose(x[k], y[k], rel_tol=0, abs_tol=1e-6) for k in x)
+def same_scores(a: Path, b: Path) -> bool:
+    x, y = READERS[a.suffix](a), READERS[a.suffix](b)
+    return x.keys() == y.keys() and all(x[q].keys() == y[q].keys() and all(
+        np.allclose(x[q][d], y[q][d], rtol=0, atol=1e-6) for d in x[q]) for q in x)
 
 
 def differing_files(first: Path, second: Path) -> list[str]:
@@ -110,8 +100,7 @@ def differing_files(first: Path, second: Path) -> list[str]:
         a, b = content(first, name), content(second, name)
         if a == b:
             return False
-        suffix = Path(name).suffix
-        return not (name.startswith("work/") and suffix in NUMERIC and same_scores(a.decode(), b.decode(), suffix))
+        return not (name.startswith("work/") and Path(name).suffix in READERS and same_scores(first / name, second / name))
     return [name for name in compared_files(second) if differs(name)]
 
 
