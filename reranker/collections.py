@@ -137,6 +137,17 @@ def read_smart_qrels(lines: Iterable[str], source: str) -> Qrels:
 # Collections
 
 
+def map_grades(qrels: Qrels, grades: Mapping[int, int] | None, source: str) -> Qrels:
+    """Raw relevance codes to gains by `grades`; a code the mapping lacks stops here, naming it."""
+    if not grades:
+        return qrels
+    unknown = sorted({code for judged in qrels.values() for code in judged.values()} - set(grades))
+    if unknown:
+        raise FormatError(source, None, f"relevance codes {unknown} are not in the collection's `grades` mapping "
+                                        f"{dict(sorted(grades.items()))}: add them (raw code -> gain)")
+    return {qid: {doc: grades[code] for doc, code in judged.items()} for qid, judged in qrels.items()}
+
+
 class Collection(ABC):
     """One collection of the registry. Build it with `load_collection` or `collection_from_entry`."""
 
@@ -181,9 +192,16 @@ class Collection(ABC):
             self._queries = self._read_queries()
         return self._queries
 
+    @property
+    def grades(self) -> dict[int, int] | None:
+        """Raw qrels code -> graded gain (`grades:` in the entry), or None where the codes are the gains."""
+        grades = self.entry.get("grades")
+        return {int(code): int(gain) for code, gain in grades.items()} if grades else None
+
     def qrels(self) -> Qrels:
+        """The judgments with the entry's `grades` applied: every measure and objective reads these."""
         if self._qrels is None:
-            self._qrels = self._read_qrels()
+            self._qrels = map_grades(self._read_qrels(), self.grades, self.entry.get("qrels") or f"the qrels of {self.id}")
         return self._qrels
 
     def judged_qids(self) -> list[str]:

@@ -171,8 +171,9 @@ def _check_references(config: Mapping) -> None:
         if radboud["collection"] not in collections:
             problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
         used += [("radboud/base", radboud["base"])]
-        problems += [f"  radboud/measures: {m!r} is not among measures ({', '.join(config['measures'])})"
-                     for m in radboud["measures"] if m not in config["measures"]]
+        known = list(dict.fromkeys(config["measures"] + collections.get(radboud["collection"], {}).get("measures", [])))
+        problems += [f"  radboud/measures: {m!r} is not among the measures of {radboud['collection']} ({', '.join(known)})"
+                     for m in radboud["measures"] if m not in known]
         problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
                      for name, spec in radboud["variants"].items()
                      if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]

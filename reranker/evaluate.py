@@ -1,6 +1,8 @@
 """Evaluate TREC runs with ir_measures, keeping per-query values for paired tests.
 
-`AP@1000` is trec_eval's `-M1000 map`; P@20, nDCG@20, RR@10 and R@k are ir_measures' usual ones.
+`AP@1000` is trec_eval's `-M1000 map`; P@20, nDCG@20, RR@10 and R@k are ir_measures' usual ones;
+names registered in reranker.measures (RadboudNDCG@20, the Radboud thesis' own nDCG@20) resolve to
+their ir_measures expressions.
 As in trec_eval without `-c`, only queries that are both in the run and in the qrels are evaluated.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 import ir_measures
 
+from reranker import measures
 from reranker.cli import add_config, add_files
 from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.evaluations import Evaluation, write_evaluation
@@ -22,12 +25,14 @@ from reranker.formats.runs import Run, read_run
 
 
 def parse_measures(names: Sequence[str]) -> list:
+    """ir_measures objects for names in its syntax or registered in reranker.measures (e.g. RadboudNDCG@20)."""
     parsed = []
     for name in names:
         try:
-            parsed.append(ir_measures.parse_measure(name))
+            parsed.append(ir_measures.parse_measure(measures.expression(name)))
         except (ValueError, NameError, SyntaxError) as err:
-            raise InputError(f"unknown measure {name!r} (ir_measures syntax, e.g. AP@1000, P@20, nDCG@20, RR@10, R@100)") from err
+            raise InputError(f"unknown measure {name!r} (ir_measures syntax, e.g. AP@1000, P@20, nDCG@20, RR@10, R@100; "
+                             f"or a named one: {', '.join(measures.MEASURES)})") from err
     return parsed
 
 
@@ -36,11 +41,19 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
     names = list(dict.fromkeys(measures))
     parsed = parse_measures(names)
     by_measure = {str(m): name for m, name in zip(parsed, names)}
+    if len(by_measure) < len(names):
+        raise InputError(f"measures {', '.join(names)} name one ir_measures measure twice")
     per_query: dict[str, dict[str, float]] = {name: {} for name in names}
-    for metric in ir_measures.iter_calc(parsed, qrels, run):
-        # ir_measures also reports judged queries the run lacks (as 0); trec_eval without -c skips them.
-        if run.get(metric.query_id):
-            per_query[by_measure[str(metric.measure)]][metric.query_id] = float(metric.value)
+    # One call per gain mapping: ir_measures 0.4.3 (pytrec_eval) given nDCG@20 and nDCG(gains=...)@20 in
+    # one call computes both with the same gains and reports 0 for one of them (measured).
+    by_gains: dict[str, list] = {}
+    for measure in parsed:
+        by_gains.setdefault(repr(measure.params.get("gains")), []).append(measure)
+    for group in by_gains.values():
+        for metric in ir_measures.iter_calc(group, qrels, run):
+            # ir_measures also reports judged queries the run lacks (as 0); trec_eval without -c skips them.
+            if run.get(metric.query_id):
+                per_query[by_measure[str(metric.measure)]][metric.query_id] = float(metric.value)
     per_query = {name: {qid: values[qid] for qid in qid_order(values)} for name, values in per_query.items()}
     queries = len(next(iter(per_query.values()))) if per_query else 0
     aggregate = {name: (sum(values.values()) / len(values) if values else math.nan) for name, values in per_query.items()}
@@ -59,14 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate", description=__doc__.splitlines()[0])
     add_files(parser, "run", "qrels")
     add_config(parser, "measures, and the collection's own")
-    parser.add_argument("--collection", help="a collection id whose entry adds measures (e.g. RR@10)")
+    parser.add_argument("--collection", help="a collection id whose entry adds measures (e.g. RR@10; Cranfield: RadboudNDCG@20)")
+    parser.add_argument("--measures", nargs="+", metavar="MEASURE",
+                        help="these measures instead of the configured ones: ir_measures names or registered ones "
+                             f"({', '.join(measures.MEASURES)})")
     parser.add_argument("--out", help="write aggregate and per-query values as JSON")
     args = parser.parse_args(argv)
     from reranker.config import collection_config, load_config
 
-    config = load_config(args.config)
-    extra = collection_config(config, args.collection)["measures"] if args.collection else []
-    result = evaluate_files(args.run, args.qrels, list(dict.fromkeys(config["measures"] + extra)))
+    if args.measures:
+        names = args.measures
+    else:
+        config = load_config(args.config)
+        extra = collection_config(config, args.collection)["measures"] if args.collection else []
+        names = list(dict.fromkeys(config["measures"] + extra))
+    result = evaluate_files(args.run, args.qrels, names)
     if args.out:
         write_evaluation(result, args.out)
     width = max(map(len, result.measures))

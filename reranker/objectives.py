@@ -1,7 +1,8 @@
 """Training objectives of a relevance classifier: what a pair's target is, its loss, and a ranking score.
 
-A pair carries its judged grade, mapped to a grade level: negative grades (Cranfield's -1, "no
-interest") and unjudged documents are level 0, so level = max(grade, 0). The objectives
+A pair carries its judged grade (the collection's gain: `grades` in collections.yaml maps raw codes,
+so Cranfield's complete answers are 4 and its -1 documents 0), as a grade level: unjudged documents
+and any negative grade are level 0, so level = max(grade, 0). The objectives
 (`registry.OBJECTIVES`):
 
 * `binary`: two logits, cross-entropy on relevant (level >= the collection's relevant_min_grade) or not.

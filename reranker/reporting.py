@@ -8,8 +8,10 @@ from pathlib import Path
 
 from reranker.formats.errors import InputError
 from reranker.formats.text import file_sha256
+from reranker.measures import MEASURES
 
-MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10"}
+MEASURE_LABELS = {"AP@1000": "AP", "P@20": "P@20", "nDCG@20": "nDCG@20", "RR@10": "MRR@10",
+                  **{name: measure.label for name, measure in MEASURES.items()}}
 
 
 class TableError(InputError):

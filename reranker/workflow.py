@@ -308,7 +308,9 @@ class Experiment:
                 f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
                 f"grid: {grid}. Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
-                f"nDCG gains are ir_datasets' grades with -1 as 0.")
+                f"nDCG gains: Cranfield's codes mapped by collections.yaml `grades` (1 complete answer -> 4 .. "
+                f"4 minimum interest -> 1, -1 -> 0); nDCG@20 (thesis): the thesis' own measure, the -1 document "
+                f"counted as a complete answer (reranker/measures/radboud.py).")
 
     # The NTNU thesis' tables ------------------------------------------------------------------
     @property

@@ -9,8 +9,10 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections import Counter
 from pathlib import Path
 
+import ir_datasets
 import pytest
 
 from reranker.collections import (
@@ -327,3 +329,26 @@ def test_concurrent_exports_share_one_docstore(tmp_path):
         assert job.wait() == 0, job.stderr.read()
         lines = (tmp_path / split / "docs.jsonl").read_text().splitlines()
         assert len(lines) == len({json.loads(line)["id"] for line in lines}) == 5183, split
+
+
+def test_cranfield_grades_are_gains_that_grow_with_relevance(config):
+    """cranqrel.readme: code 1 is a complete answer, 4 minimum interest; ir_datasets passes the codes
+    through. Read the other way round, a complete answer would get the lowest gain."""
+    raw = {(q.query_id, q.doc_id): q.relevance for q in ir_datasets.load("cranfield").qrels_iter()}
+    qrels = load_collection("cranfield", config).qrels()
+    gains = {(qid, doc): gain for qid, judged in qrels.items() for doc, gain in judged.items()}
+    assert raw[("2", "12")] == 1 and gains[("2", "12")] == 4  # a complete answer: the top gain
+    assert raw[("1", "184")] == 2 and gains[("1", "184")] == 3
+    top = max(gains.values())
+    assert {key for key, gain in gains.items() if gain == top} == {key for key, code in raw.items() if code == 1}
+    assert all(gains[key] == 0 for key, code in raw.items() if code == -1)
+    assert Counter(gains.values()) == {4: 128, 3: 387, 2: 734, 1: 363, 0: 225}
+
+
+def test_a_code_outside_the_grades_mapping_stops_with_the_file(tmp_path):
+    entry = _smart_entry(tmp_path, DOCS, QUERIES, "1 0 1 1\n1 0 2 7\n")
+    collection = collection_from_entry({**entry, "qrels_format": "trec", "grades": {"1": 4, "-1": 0}})
+    with pytest.raises(FormatError, match=r"qrels.text.*codes \[7\].*grades"):
+        collection.qrels()
+    mapped = collection_from_entry({**entry, "qrels_format": "trec", "grades": {"1": 4, "7": 1}})
+    assert mapped.qrels() == {"1": {"1": 4, "2": 1}}

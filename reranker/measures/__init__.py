@@ -1,0 +1,39 @@
+"""Named measures: a source's own measure under a name, defined on ir_measures (one module each).
+
+`evaluate` and the tables accept a registered name wherever an ir_measures name goes (AP@1000,
+nDCG@20, ...); the name resolves to the ir_measures expression its module registers, so the value is
+ir_measures' (trec_eval's, through pytrec_eval), never a hand-written formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NamedMeasure:
+    name: str
+    expression: str  # ir_measures syntax
+    label: str  # a table column's header
+    description: str
+    collections: tuple[str, ...] = ()  # where its gains mean what they say; empty: any
+
+
+MEASURES: dict[str, NamedMeasure] = {}
+
+
+def register(measure: NamedMeasure) -> NamedMeasure:
+    MEASURES[measure.name] = measure
+    return measure
+
+
+def expression(name: str) -> str:
+    """The ir_measures expression of `name`: a registered measure's, else the name itself."""
+    return MEASURES[name].expression if name in MEASURES else name
+
+
+def label(name: str) -> str | None:
+    return MEASURES[name].label if name in MEASURES else None
+
+
+from reranker.measures import radboud  # noqa: E402,F401 (registers)
