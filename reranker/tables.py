@@ -26,12 +26,17 @@ from typing import Any
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
+from reranker.formats.source_numbers import SourceTable, read_source_numbers
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
 
 SIGNIFICANT = "†"
 SECOND_SIGNIFICANT = "‡"
 PLUS_MINUS = "±"
+SOURCE_COLUMN = "source:"  # a layout column holding the source's value beside our measure
+SOURCE_MARK = "§"  # marks the source's numbers
+SOURCE_FILE = "workflow/config/source_numbers.yaml"
+PENDING = "pending"
 Value = float | int | str | None  # an extra column's cell: a number, or a string printed verbatim (e.g. "6/384")
 
 
@@ -51,6 +56,7 @@ class Table:
     pvalues: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)  # mark -> the row it tests against
     correction: str = "none"  # the multiple-testing correction behind the marks
+    alpha: float = 0.05
     notes: list[str] = field(default_factory=list)
     # Columns after the measures, the same value in every group; never tested, never bold.
     extra_columns: list[str] = field(default_factory=list)
@@ -60,6 +66,12 @@ class Table:
     summaries: dict[tuple[str, str, str], tuple[float, float, int]] = field(default_factory=dict)
     # How a measure's number prints (column, value -> text); default four decimals.
     number_format: Callable[[str, float], str] | None = None
+    # The source's own numbers (workflow/config/source_numbers.yaml): beside ours where the source has our
+    # row at our setting, and all of them in a block under the table.
+    source: SourceTable | None = None
+    # Cells stored from an earlier run that are no longer valid (printed "pending"), and why.
+    pending: set[tuple[str, str, str]] = field(default_factory=set)
+    pending_why: str = ""
 
     @property
     def columns(self) -> list[str]:
@@ -112,7 +124,7 @@ class Table:
     def correct(self, correction: str = "none", alpha: float = 0.05) -> None:
         """Marks from the stored p-values, adjusted per family: one column's tests against one reference."""
         adjust = CORRECTIONS[correction].adjust
-        self.correction = correction
+        self.correction, self.alpha = correction, alpha
         families: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
         for (row, group, measure), tests in self.pvalues.items():
             for symbol, p in tests.items():
@@ -127,6 +139,11 @@ class Table:
         self.marks = {key: "".join(sorted(mark, key=(SIGNIFICANT + SECOND_SIGNIFICANT).index)) for key, mark in marks.items()}
 
     def text(self, row: str, group: str, measure: str) -> str:
+        if measure.startswith(SOURCE_COLUMN):
+            value = self.source.beside(row, group, measure[len(SOURCE_COLUMN):], self.groups) if self.source else None
+            return "–" if value is None else f"{value:.4f}"
+        if (row, group, measure) in self.pending:
+            return PENDING
         if measure in self.extra_columns:
             return self.value_text(row, measure)
         if (row, group, measure) in self.summaries:
@@ -143,19 +160,64 @@ class Table:
         if not self.bold_best or measure in self.extra_columns:
             return set()
         scored = {r: round(self.cells[(r, group, measure)], 4) for r in self.rows if (r, group, measure) in self.cells
-                  and not math.isnan(self.cells[(r, group, measure)])}
+                  and not math.isnan(self.cells[(r, group, measure)]) and (r, group, measure) not in self.pending}
         top = max(scored.values(), default=None)
         return {r for r, value in scored.items() if value == top}
 
     def layout(self) -> list[tuple[str, str]]:
-        """The printed (group, column) cells of a row: each group's measures, then the extra columns once
+        """The printed (group, column) cells of a row: each group's measures, each followed by the source's
+        value where the source has one for some row (`source:` + measure), then the extra columns once
         (their value is the same in every group)."""
-        return [(g, m) for g in self.groups for m in self.measures] + [(self.groups[0], c) for c in self.extra_columns]
+        cells = []
+        for g in self.groups:
+            for m in self.measures:
+                cells.append((g, m))
+                if self.source and any(self.source.beside(r, g, m, self.groups) is not None for r in self.rows):
+                    cells.append((g, SOURCE_COLUMN + m))
+        return cells + [(self.groups[0], c) for c in self.extra_columns]
+
+    def header(self, with_group: bool = True) -> list[str]:
+        def label(g: str, m: str) -> str:
+            source = m.startswith(SOURCE_COLUMN)
+            m = m.removeprefix(SOURCE_COLUMN)
+            text = MEASURE_LABELS.get(m, m)
+            text = f"{g} {text}" if with_group and len(self.groups) > 1 and m in self.measures else text
+            return f"{text} {SOURCE_MARK}" if source else text
+
+        return [self.row_header] + [label(g, m) for g, m in self.layout()]
+
+    def source_columns(self) -> list[tuple[str | None, str, str | None]]:
+        """The source block's columns: (group, column, setting) in the order the source's cells give them."""
+        return list(dict.fromkeys((c.group, c.column, c.at) for c in self.source.cells)) if self.source else []
+
+    def source_rows(self) -> list[str]:
+        return list(dict.fromkeys(c.source_row for c in self.source.cells)) if self.source else []
+
+    def source_value(self, source_row: str, column: tuple[str | None, str, str | None]) -> str:
+        for cell in self.source.cells:
+            if (cell.source_row, (cell.group, cell.column, cell.at)) == (source_row, column):
+                return f"{cell.value:g}" + (f" {cell.unit}" if cell.unit else "")
+        return "–"
+
+    def source_header(self) -> list[str]:
+        def label(group: str | None, column: str, at: str | None) -> str:
+            text = MEASURE_LABELS.get(column, column)
+            return " ".join(part for part in (group, text, f"({at})" if at else None) if part)
+
+        return [f"{self.source.table} ({SOURCE_MARK})"] + [label(*c) for c in self.source_columns()]
+
+    def source_caption(self) -> str:
+        shown = f" {SOURCE_MARK} columns above: the source's value for our row" + (f" at {self.source.at}" if self.source.at else "") + "."
+        return (f"{SOURCE_MARK} {self.source.work}, {self.source.table}, as published"
+                + (f": {self.source.note}" if self.source.note else "") + "." + (shown if any(
+                    m.startswith(SOURCE_COLUMN) for _, m in self.layout()) else "")
+                + f" Where each number is: {SOURCE_FILE} (`where`).")
+
+    def pending_note(self) -> list[str]:
+        return [f"{PENDING}: {self.pending_why}"] if self.pending else []
 
     def to_markdown(self) -> str:
-        label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
-        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 and m in self.measures else label(m)
-                                      for g, m in self.layout()]
+        header = self.header()
         lines = [f"**{self.caption}**", "", "| " + " | ".join(header) + " |",
                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         for row in self.rows:
@@ -164,16 +226,23 @@ class Table:
                 text = self.text(row, g, m).replace("|", "\\|")
                 cells.append(f"**{text}**" if row in self.best(g, m) else text)
             lines.append("| " + " | ".join([row] + cells) + " |")
-        lines += [""] + [f"{note}  " for note in self.notes]
+        lines += [""] + [f"{note}  " for note in self.pending_note() + self.notes]
+        if self.source:
+            head = self.source_header()
+            while not lines[-1].strip():
+                lines.pop()
+            lines = lines[:-1] + [lines[-1].rstrip(), "", "| " + " | ".join(head) + " |",
+                                  "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+            lines += ["| " + " | ".join([r] + [self.source_value(r, c) for c in self.source_columns()]) + " |"
+                      for r in self.source_rows()]
+            lines += ["", self.source_caption()]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_html(self) -> str:
         """A standalone page (for `snakemake --report` and browsers): the Markdown table's cells, bold and marks."""
         from html import escape
 
-        label = lambda m: MEASURE_LABELS.get(m, m)  # noqa: E731
-        header = [self.row_header] + [f"{g} {label(m)}" if len(self.groups) > 1 and m in self.measures else label(m)
-                                      for g, m in self.layout()]
+        header = self.header()
         rows = []
         for row in self.rows:
             cells = []
@@ -181,7 +250,13 @@ class Table:
                 text = escape(self.text(row, g, m))
                 cells.append(f"<td><b>{text}</b></td>" if row in self.best(g, m) else f"<td>{text}</td>")
             rows.append(f"<tr><th scope=\"row\">{escape(row)}</th>{''.join(cells)}</tr>")
-        notes = "".join(f"<p>{escape(note)}</p>" for note in self.notes)
+        notes = "".join(f"<p>{escape(note)}</p>" for note in self.pending_note() + self.notes)
+        if self.source:
+            notes += ("<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in self.source_header()) + "</tr></thead><tbody>"
+                      + "".join(f"<tr><th scope=\"row\">{escape(r)}</th>"
+                                + "".join(f"<td>{escape(self.source_value(r, c))}</td>" for c in self.source_columns()) + "</tr>"
+                                for r in self.source_rows())
+                      + f"</tbody></table><p>{escape(self.source_caption())}</p>")
         return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + escape(self.caption[:80]) + "</title>"
                 "<style>body{font-family:sans-serif;font-size:14px}table{border-collapse:collapse}"
                 "td,th{padding:2px 8px;border-bottom:1px solid #ddd}td{text-align:right}th{text-align:left}</style>"
@@ -196,22 +271,29 @@ class Table:
         for row in self.rows:
             for g in self.groups:
                 for m in self.columns:
-                    if (row, g, m) in self.cells:
+                    if (row, g, m) in self.pending:
+                        writer.writerow([row, g, m, PENDING, ""])
+                    elif (row, g, m) in self.cells:
                         writer.writerow([row, g, m, f"{self.cells[(row, g, m)]:.6f}",
                                          int(bool(self.marks.get((row, g, m))))])
                     elif (row, g, m) in self.summaries or (row, m) in self.extras:  # as printed; never tested
                         writer.writerow([row, g, m, self.text(row, g, m), 0])
+        for cell in self.source.cells if self.source else ():  # the source's numbers, as published
+            writer.writerow([f"{SOURCE_MARK} {cell.source_row}", cell.group or self.groups[0],
+                             cell.column + (f" ({cell.at})" if cell.at else ""), f"{cell.value:g}", ""])
         return buffer.getvalue()
 
     def to_latex(self) -> str:
-        label = lambda m: MEASURE_LABELS.get(m, m).replace("@", "@")  # noqa: E731
-        spec = "l" + "r" * len(self.layout())
+        layout = self.layout()
+        spec = "l" + "r" * len(layout)
+        header = self.header(with_group=False)  # a group's name spans its columns
         lines = ["\\begin{table}", "\\centering", f"\\caption{{{_tex(self.caption)}}}", f"\\begin{{tabular}}{{{spec}}}",
                  "\\toprule"]
         if len(self.groups) > 1:
-            lines.append(" & " + " & ".join([f"\\multicolumn{{{len(self.measures)}}}{{c}}{{{_tex(g)}}}" for g in self.groups]
+            width = {g: sum(1 for lg, m in layout if lg == g and m not in self.extra_columns) for g in self.groups}
+            lines.append(" & " + " & ".join([f"\\multicolumn{{{width[g]}}}{{c}}{{{_tex(g)}}}" for g in self.groups]
                                             + [""] * len(self.extra_columns)) + " \\\\")
-        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(label(m)) for _, m in self.layout()) + " \\\\")
+        lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(h) for h in header[1:]) + " \\\\")
         lines.append("\\midrule")
         for row in self.rows:
             cells = []
@@ -222,8 +304,16 @@ class Table:
                 cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
-        if self.notes:
-            lines.append("\\par\\footnotesize " + _marks(_tex(" ".join(self.notes))))
+        notes = self.pending_note() + self.notes
+        if notes:
+            lines.append("\\par\\footnotesize " + _marks(_tex(" ".join(notes))))
+        if self.source:
+            columns = self.source_columns()
+            lines += ["\\par\\medskip", f"\\begin{{tabular}}{{l{'r' * len(columns)}}}", "\\toprule",
+                      " & ".join(_tex(h) for h in self.source_header()) + " \\\\", "\\midrule"]
+            lines += [" & ".join([_tex(r)] + [_tex(self.source_value(r, c)).replace("–", "--") for c in columns]) + " \\\\"
+                      for r in self.source_rows()]
+            lines += ["\\bottomrule", "\\end{tabular}", "\\par\\footnotesize " + _tex(self.source_caption())]
         lines += ["\\end{table}"]
         return "\n".join(lines) + "\n"
 
@@ -243,9 +333,56 @@ class Table:
         """Each tested cell's marks ("" where no test passed), the row each mark tests against, and the correction:
         what a reader (or `tables index`) needs to say whether a difference is significant."""
         marks: dict[str, dict[str, dict[str, str]]] = {}
-        for (row, g, m) in self.pvalues:
+        pvalues: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+        for (row, g, m), tests in self.pvalues.items():
             marks.setdefault(g, {}).setdefault(row, {})[m] = self.marks.get((row, g, m), "")
-        return {"references": dict(self.references), "correction": self.correction, "marks": marks}
+            pvalues.setdefault(g, {}).setdefault(row, {})[m] = {symbol: (None if math.isnan(p) else p) for symbol, p in tests.items()}
+        return {"references": dict(self.references), "correction": self.correction, "alpha": self.alpha, "marks": marks,
+                "pvalues": pvalues}
+
+    def layout_record(self) -> dict:
+        """What the numbers alone do not say: row and column order, notes, summaries, pending cells."""
+        return {"groups": self.groups, "measures": self.measures, "rows": self.rows, "row_header": self.row_header,
+                "extra_columns": self.extra_columns, "extra_formats": self.extra_formats, "bold_best": self.bold_best,
+                "notes": self.notes,
+                "summaries": sorted({row for row, _, _ in self.summaries}),
+                "pending": [list(cell) for cell in sorted(self.pending)], "pending_why": self.pending_why}
+
+    @classmethod
+    def from_document(cls, document: Mapping, layout: Mapping | None = None) -> Table:
+        """A table again from its stored numbers (`write_numbers`), to render it anew: with the source's numbers
+        beside it, or with cells marked pending. `layout` stands in for documents stored before it was."""
+        layout = dict(document.get("layout") or layout or {})
+        if not layout:
+            raise TableError("the numbers document has no layout (row and column order): pass one")
+        table = cls(document.get("caption", ""), list(layout["groups"]), list(layout["measures"]),
+                    row_header=layout.get("row_header", "System"), bold_best=layout.get("bold_best", True))
+        table.notes = list(layout.get("notes", []))
+        table.pending = {tuple(cell) for cell in layout.get("pending", [])}
+        table.pending_why = layout.get("pending_why", "")
+        summaries = set(layout.get("summaries", []))
+        numbers = document.get("numbers", {})
+        marks = (document.get("significance") or {}).get("marks", {})
+        for row in layout["rows"]:
+            table.rows.append(row)
+            for g in table.groups:
+                for column, value in numbers.get(g, {}).get(row, {}).items():
+                    if column in table.measures and row in summaries and isinstance(value, Mapping):
+                        sd = math.nan if value.get("sd") is None else value["sd"]
+                        table.summaries[(row, g, column)] = (value["mean"], sd, value["n"])
+                    elif column in table.measures:
+                        table.cells[(row, g, column)] = math.nan if value is None else float(value)
+                        if marks.get(g, {}).get(row, {}).get(column):
+                            table.marks[(row, g, column)] = marks[g][row][column]
+                    elif column in layout.get("extra_columns", []):
+                        table.extras[(row, column)] = value
+        table.extra_columns = [c for c in layout.get("extra_columns", []) if any(col == c for _, col in table.extras)]
+        table.extra_formats = dict(layout.get("extra_formats", {}))
+        significance = document.get("significance") or {}
+        table.references = dict(significance.get("references", {}))
+        table.correction = significance.get("correction", "none")
+        table.alpha = significance.get("alpha", 0.05)
+        return table
 
     def write(self, stem: str | os.PathLike, formats: Sequence[str] = ("md", "csv")) -> list[Path]:
         stem = Path(stem)
@@ -264,7 +401,7 @@ def _marks(text: str) -> str:
 
 
 def _tex(text: str) -> str:
-    for char, escaped in (("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"), ("→", "$\\rightarrow$")):
+    for char, escaped in (("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"), ("→", "$\\rightarrow$"), ("§", "\\S{}")):
         text = text.replace(char, escaped)
     return text
 
@@ -385,7 +522,8 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
     """Store a table's numbers with what produced them (command, commit, versions, checksums).
 
     `machine_dependent` columns (timings) are stored but not compared with a reference."""
-    document = {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers()}
+    document = {"caption": table.caption, "provenance": dict(provenance), "numbers": table.numbers(),
+                "layout": table.layout_record()}
     if table.pvalues:
         document["significance"] = table.significance()
     if Path(path).name != "resources.json":  # what the run that made these numbers cost, beside them
@@ -724,6 +862,95 @@ def main_resources(argv: list[str]) -> int:
     return 0
 
 
+def markdown_layout(text: str, document: Mapping) -> dict:
+    """Row and column order and notes of a table stored before its numbers kept them, read from its Markdown."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    rows = [line.strip("|").split("|")[0].strip() for line in lines[start + 2:end]]
+    groups = list(document["numbers"])
+    if len(groups) > 1:  # in the header's order (the JSON's keys are sorted)
+        prefixes = sorted(groups, key=len, reverse=True)
+        groups = list(dict.fromkeys([next(g for g in prefixes if cell.startswith(g + " ")) for cell in header[1:]
+                                     if any(cell.startswith(g + " ") for g in prefixes)]))
+    labels = {label: measure for measure, label in MEASURE_LABELS.items()}
+    measures, extras = [], []
+    known = {c for g in groups for r in document["numbers"][g].values() for c in r}
+    for cell in header[1:]:
+        prefixes = sorted(groups, key=len, reverse=True) if len(groups) > 1 else []
+        name = next((cell[len(g) + 1:] for g in prefixes if cell.startswith(g + " ")), cell)
+        measure = labels.get(name, name)
+        if measure not in known:
+            raise TableError(f"column {cell!r} of the Markdown table is not among the stored numbers ({', '.join(sorted(known))})")
+        marks = (document.get("significance") or {}).get("marks", {})
+        tested = any(measure in tests for g in marks for tests in marks[g].values())
+        summary_like = any(isinstance(document["numbers"][g].get(r, {}).get(measure), Mapping) for g in groups for r in rows)
+        column = header.index(cell)
+        bold = any(line.strip("|").split("|")[column].strip().startswith("**") for line in lines[start + 2:end])
+        values = [document["numbers"][g].get(r, {}).get(measure) for g in groups for r in rows]
+        every_float = all(isinstance(v, float) for v in values) and measure not in document.get("machine_dependent", [])
+        (measures if summary_like or tested or bold or every_float or measure in MEASURE_LABELS else extras).append(measure)
+    formats = {}  # thousands separators, as the Markdown printed them
+    for extra in extras:
+        index = header.index(next(c for c in header if labels.get(c, c) == extra or c.endswith(" " + extra)))
+        printed = [line.strip("|").split("|")[index].strip().strip("*") for line in lines[start + 2:end]]
+        stored = [document["numbers"][g].get(r, {}).get(extra) for g in groups for r in rows]
+        value = next((v for v in stored if v is not None), None)
+        if any("," in text for text in printed) and isinstance(value, (int, float)):
+            formats[extra] = ",d" if isinstance(value, int) else ",.0f"
+    notes = [line.rstrip() for line in lines[end:] if line.strip() and not line.startswith("|")]
+    summaries = [r for r in rows if any(isinstance(document["numbers"][g].get(r, {}).get(m), Mapping) for g in groups for m in measures)]
+    bold_best = any("**" in line for line in lines[start + 2:end])
+    return {"groups": groups, "measures": list(dict.fromkeys(measures)), "rows": rows, "row_header": header[0], "bold_best": bold_best,
+            "extra_columns": list(dict.fromkeys(extras)), "extra_formats": formats, "notes": notes, "summaries": summaries}
+
+
+def main_rerender(argv: list[str]) -> int:
+    """A stored table rendered anew from its numbers JSON: the source's numbers beside it, cells marked pending."""
+    parser = argparse.ArgumentParser(prog="python -m reranker tables rerender", description=main_rerender.__doc__)
+    parser.add_argument("--numbers", required=True, help="the table's numbers JSON (results/numbers/<table>.json); its layout is added")
+    parser.add_argument("--out", required=True, help="output path without suffix (its .md gives the layout of older numbers)")
+    parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
+    parser.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml)")
+    parser.add_argument("--source-table", help="the table's id there (default: the numbers file's stem)")
+    parser.add_argument("--add-measure", action="append", default=[], metavar="MEASURE",
+                        help="a measure column the stored run did not compute: every cell pending")
+    parser.add_argument("--pending", action="append", default=[], metavar="GROUP:ROW_GLOB:MEASURE",
+                        help="cells no longer valid (fnmatch globs), printed 'pending'")
+    parser.add_argument("--pending-why", default="", help="why they are pending, and what replaces them")
+    args = parser.parse_args(argv)
+    import fnmatch
+
+    path = Path(args.numbers)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    layout = None
+    if "layout" not in document:
+        layout = markdown_layout(Path(args.out).with_suffix(".md").read_text(encoding="utf-8"), document)
+    table = Table.from_document(document, layout)
+    for measure in args.add_measure:
+        if measure not in table.measures:
+            table.measures.append(measure)
+            summaries = {row for row, _, _ in table.summaries}
+            table.pending |= {(r, g, measure) for r in table.rows for g in table.groups if r not in summaries}
+    for spec in args.pending:
+        group, row, measure = spec.rsplit(":", 2) if spec.count(":") >= 2 else (None, None, None)
+        if group is None:
+            raise TableError(f"--pending {spec!r}: expected GROUP:ROW_GLOB:MEASURE")
+        table.pending |= {(r, g, m) for r in table.rows for g in table.groups for m in table.measures
+                          if fnmatch.fnmatchcase(g, group) and fnmatch.fnmatchcase(r, row) and fnmatch.fnmatchcase(m, measure)}
+    if args.pending_why:
+        table.pending_why = args.pending_why
+    if args.sources:
+        table.source = read_source_numbers(args.sources).get(args.source_table or path.stem)
+    written = table.write(args.out, args.formats)
+    document["layout"] = table.layout_record()
+    write_json(path, document, indent=1, sort_keys=True, ensure_ascii=False)
+    for item in written + [path]:
+        print(item)
+    return 0
+
+
 def main_index(argv: list[str]) -> int:
     """The run's README: every seed table of the three works, our file, its command, and whether the effect held."""
     from reranker.claims import index, load_seeds
@@ -750,6 +977,8 @@ def main(argv: list[str] | None = None) -> int:
         return main_resources(argv[1:])
     if argv[:1] == ["index"]:
         return main_index(argv[1:])
+    if argv[:1] == ["rerender"]:
+        return main_rerender(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker tables",
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -789,6 +1018,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
         command.add_argument("--numbers", help="also store every number with its provenance (JSON)")
         command.add_argument("--command", default="", help="the command that produced the table, for provenance")
+        command.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml), shown beside ours")
+        command.add_argument("--source-table", help="the table's id in --sources (default: --out's name)")
     from reranker.figures import add_figure_parsers, run_figure
 
     add_figure_parsers(sub)
@@ -849,6 +1080,9 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             inputs.append(path)
         table = stats_table(collected, args.caption)
     table.notes += args.note
+    if args.sources:
+        table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
+        inputs.append(args.sources)
     trained: dict[str, list[dict]] = {}
     for spec in getattr(args, "checkpoints", []) if args.kind == "results" else []:
         label, path = spec.split(":", 1)

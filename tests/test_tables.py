@@ -479,3 +479,84 @@ def test_a_held_out_loss_within_the_margin_of_the_prior_is_not_called_learning()
     assert "17% below it)" in tables.checkpoint_note("baseline", meta(0.313))
     note = tables.folds_note("baseline", [meta(0.371), meta(0.313), meta(0.380)])
     assert note.endswith("more than 5% below the prior (learned) on 1 of 3 folds.")
+
+
+SOURCE_YAML = """
+sources:
+  thesis: {work: "Someone (2021), A Thesis", where: "seed x.txt"}
+tables:
+  t:
+    source: thesis
+    table: "Table 9"
+    at: "lr 3e-5"
+    note: "its own nDCG@20 on its own split"
+    cells:
+      - {row: better, source_row: "BERT", column: nDCG@20, at: "lr 3e-5", value: 0.5439, where: "x.txt, Table 9, line 3"}
+      - {row: better, source_row: "BERT", column: nDCG@20, at: "lr 2e-5", value: 0.5445, where: "x.txt, Table 9, line 3"}
+      - {row: null, source_row: "BERT-large", column: nDCG@20, at: "lr 3e-5", value: 0.61, where: "x.txt, Table 9, line 4"}
+"""
+
+
+def _table_with_source(tmp_path):
+    from reranker.formats.source_numbers import read_source_numbers
+
+    base, better, qrels = runs_and_qrels()
+    table = tables.Table("test", ["synthetic"], MEASURES)
+    baseline = evaluate(base, qrels, MEASURES)
+    tables.add_system(table, "baseline", "synthetic", baseline)
+    tables.add_system(table, "better", "synthetic", evaluate(better, qrels, MEASURES), baseline)
+    (tmp_path / "sources.yaml").write_text(SOURCE_YAML)
+    table.source = read_source_numbers(tmp_path / "sources.yaml")["t"]
+    return table
+
+
+def test_the_sources_numbers_stand_beside_ours_at_our_setting_and_all_in_a_block(tmp_path):
+    table = _table_with_source(tmp_path)
+    md, csv_text, tex, html = (p.read_text() for p in table.write(tmp_path / "t", ["md", "csv", "tex", "html"]))
+    header = [cell.strip() for cell in md.splitlines()[2].strip("|").split("|")]
+    assert header[3:5] == ["nDCG@20", "nDCG@20 §"]  # the source's column right after ours
+    better = next(line for line in md.splitlines() if line.startswith("| better"))
+    assert "0.5439" in better and "0.5445" not in better  # only our setting's value beside our row
+    baseline_line = next(line for line in md.splitlines() if line.startswith("| baseline"))
+    assert [cell.strip() for cell in baseline_line.strip("|").split("|")][4] == "–"
+    block = md.split("Table 9 (§)")[1]  # every number of the source, as published, under ours
+    assert all(value in block for value in ("0.5439", "0.5445", "0.61")) and "BERT-large" in block
+    assert "lr 3e-5" in md and "x.txt" not in md.split("Table 9 (§)")[0]
+    assert "§ BERT-large,synthetic,nDCG@20 (lr 3e-5),0.61," in csv_text
+    assert "\\S{}" in tex and "0.5445" in tex and "0.5445" in html
+    assert not table.best("synthetic", tables.SOURCE_COLUMN + "nDCG@20")  # never bold
+
+
+def test_a_stored_table_renders_again_from_its_numbers_with_cells_pending(tmp_path):
+    table = _table_with_source(tmp_path)
+    table.source = None
+    table.notes.append("a note")
+    first = table.write(tmp_path / "a", ["md", "csv", "tex", "html"])
+    tables.write_numbers(table, tmp_path / "a.json", {"command": "test"})
+    again = tables.Table.from_document(json.loads((tmp_path / "a.json").read_text()))
+    assert [p.read_text() for p in again.write(tmp_path / "b", ["md", "csv", "tex", "html"])] == [p.read_text() for p in first]
+    (tmp_path / "sources.yaml").write_text(SOURCE_YAML)
+    assert tables.main(["rerender", "--numbers", str(tmp_path / "a.json"), "--out", str(tmp_path / "a"),
+                        "--formats", "md", "csv", "--pending", "*:better:nDCG@20", "--add-measure", "RadboudNDCG@20",
+                        "--pending-why", "read with the grades upside down", "--sources", str(tmp_path / "sources.yaml"),
+                        "--source-table", "t"]) == 0
+    md = (tmp_path / "a.md").read_text()
+    better = next(line for line in md.splitlines() if line.startswith("| better"))
+    cells = [cell.strip() for cell in better.strip("|").split("|")]
+    assert cells[3] == "pending" and cells[4] == "0.5439" and cells[-1] == "pending"
+    assert "pending: read with the grades upside down" in md
+    stored = json.loads((tmp_path / "a.json").read_text())
+    assert ["better", "synthetic", "nDCG@20"] in stored["layout"]["pending"]
+    assert "better,synthetic,nDCG@20,pending," in (tmp_path / "a.csv").read_text()
+
+
+def test_a_source_cell_without_a_number_or_its_keys_is_refused(tmp_path):
+    from reranker.formats.errors import InputError
+    from reranker.formats.source_numbers import read_source_numbers
+
+    (tmp_path / "s.yaml").write_text(SOURCE_YAML.replace("value: 0.61", "value: n/a"))
+    with pytest.raises(InputError, match=r"tables.t.cells\[2\]: value 'n/a' is not a number"):
+        read_source_numbers(tmp_path / "s.yaml")
+    (tmp_path / "s.yaml").write_text(SOURCE_YAML.replace(", where: \"x.txt, Table 9, line 4\"", ""))
+    with pytest.raises(InputError, match=r"cells\[2\]: missing where"):
+        read_source_numbers(tmp_path / "s.yaml")
