@@ -960,8 +960,9 @@ def main_index(argv: list[str]) -> int:
     parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
     parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
     parser.add_argument("--command", default="", help="the command that made the run, named in the README")
+    parser.add_argument("--sources", help="the sources' numbers (default: source_numbers.yaml beside --seeds)")
     args = parser.parse_args(argv)
-    text = index(load_seeds(args.seeds), Path(args.run_dir), args.command)  # a ClaimError is an input error: main reports it
+    text = index(load_seeds(args.seeds, args.sources), Path(args.run_dir), args.command)  # a ClaimError is an input error: main reports it
     write_text(args.out, text)
     print(args.out)
     return 0

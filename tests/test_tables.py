@@ -555,7 +555,7 @@ def test_a_source_cell_without_a_number_or_its_keys_is_refused(tmp_path):
     from reranker.formats.source_numbers import read_source_numbers
 
     (tmp_path / "s.yaml").write_text(SOURCE_YAML.replace("value: 0.61", "value: n/a"))
-    with pytest.raises(InputError, match=r"tables.t.cells\[2\]: value 'n/a' is not a number"):
+    with pytest.raises(InputError, match=r"tables.t.cells\[2\].value: expected a finite number, found 'n/a'"):
         read_source_numbers(tmp_path / "s.yaml")
     (tmp_path / "s.yaml").write_text(SOURCE_YAML.replace(", where: \"x.txt, Table 9, line 4\"", ""))
     with pytest.raises(InputError, match=r"cells\[2\]: missing where"):

@@ -14,15 +14,87 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from reranker.formats.errors import InputError
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
+DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
+SOURCE_KEYS = {"work", "where", "note"}
 TABLE_KEYS = {"source", "table", "at", "note", "cells"}
-CELL_KEYS = {"row", "source_row", "column", "value", "where", "group", "at", "unit"}
-CELL_REQUIRED = {"row", "source_row", "column", "value", "where"}
+CELL_KEYS = {"row", "source_row", "column", "at", "value", "where", "group", "unit"}
+CELL_STRINGS = ("source_row", "column", "where", "at", "group", "unit")
+
+
+class SourceNumbersError(InputError):
+    """A source numbers file, or a reference into it, that cannot be used: the message names the file and entry."""
+
+
+def check_keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
+    if not isinstance(entry, dict):
+        raise SourceNumbersError(f"{where}: expected a mapping, found {type(entry).__name__}")
+    unknown, missing = set(entry) - allowed, required - set(entry)
+    if unknown:
+        raise SourceNumbersError(f"{where}: unknown keys {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+    if missing:
+        raise SourceNumbersError(f"{where}: missing {', '.join(sorted(missing))}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS) -> dict:
+    """The source numbers file, checked: every source, table and cell has the keys it needs and no other, every
+    value is a finite number, every table names a listed source, and no two cells share row, column, setting, group."""
+    path = Path(path)
+    try:
+        numbers = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise SourceNumbersError(f"{path}: {err}") from None
+    check_keys(numbers, {"sources", "tables"}, {"sources", "tables"}, str(path))
+    if not isinstance(numbers["sources"], dict) or not isinstance(numbers["tables"], dict):
+        raise SourceNumbersError(f"{path}: `sources` and `tables` are mappings (by name)")
+    for name, source in numbers["sources"].items():
+        where = f"{path}: sources.{name}"
+        check_keys(source, SOURCE_KEYS, {"work"}, where)
+        for key in set(source) & SOURCE_KEYS:
+            if not isinstance(source[key], str):
+                raise SourceNumbersError(f"{where}.{key}: expected a string, found {source[key]!r}")
+    for name, table in numbers["tables"].items():
+        where = f"{path}: tables.{name}"
+        check_keys(table, TABLE_KEYS, {"source", "table", "cells"}, where)
+        if table["source"] not in numbers["sources"]:
+            raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
+                                     f"({', '.join(map(str, numbers['sources'])) or 'none'})")
+        for key in ("table", "at", "note"):
+            if key in table and not isinstance(table[key], str):
+                raise SourceNumbersError(f"{where}.{key}: expected a string, found {table[key]!r}")
+        if not isinstance(table["cells"], list) or not table["cells"]:
+            raise SourceNumbersError(f"{where}.cells: expected a non-empty list of cells")
+        seen: dict[tuple, int] = {}
+        for i, cell in enumerate(table["cells"]):
+            here = f"{where}.cells[{i}]"
+            check_keys(cell, CELL_KEYS, {"row", "source_row", "column", "value", "where"}, here)
+            for key in CELL_STRINGS:
+                if key in cell and not isinstance(cell[key], str):
+                    raise SourceNumbersError(f"{here}.{key}: expected a string (quote it), found {cell[key]!r}")
+            if cell["row"] is not None and not isinstance(cell["row"], str):
+                raise SourceNumbersError(f"{here}.row: expected our row's name or null, found {cell['row']!r}")
+            if not _is_number(cell["value"]):
+                raise SourceNumbersError(f"{here}.value: expected a finite number, found {cell['value']!r}")
+            key = (cell["source_row"], cell["column"], cell_setting(table, cell), cell.get("group"))
+            if key in seen:
+                raise SourceNumbersError(f"{here}: the same source_row, column, at and group as cells[{seen[key]}]")
+            seen[key] = i
+    return numbers
+
+
+def cell_setting(table: Mapping, cell: Mapping) -> str | None:
+    """A cell's setting: its own `at`, else its table's."""
+    return cell.get("at", table.get("at"))
+
 
 
 @dataclass(frozen=True)
@@ -55,41 +127,15 @@ class SourceTable:
         return None
 
 
-def _fail(path: Path, where: str, message: str) -> None:
-    raise InputError(f"{path}: {where}: {message}")
-
-
-def read_source_numbers(path: str | os.PathLike = DEFAULT_PATH) -> dict[str, SourceTable]:
-    """Our table id -> the source's numbers for it, checked: every cell has its keys and a number."""
-    path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise InputError(f"{path}: {err}") from None
-    if not isinstance(document, Mapping) or not isinstance(document.get("sources"), Mapping) \
-            or not isinstance(document.get("tables"), Mapping):
-        raise InputError(f"{path}: expected mappings `sources` and `tables`")
+def read_source_numbers(path: str | os.PathLike = DEFAULT_SOURCE_NUMBERS) -> dict[str, SourceTable]:
+    """Our table id -> the source's numbers for it (the file checked by `load_source_numbers`)."""
+    document = load_source_numbers(path)
     out = {}
     for table_id, entry in document["tables"].items():
-        where = f"tables.{table_id}"
-        if not isinstance(entry, Mapping) or set(entry) - TABLE_KEYS or not {"source", "table", "cells"} <= set(entry):
-            _fail(path, where, f"needs source, table and cells (allowed: {', '.join(sorted(TABLE_KEYS))})")
-        if entry["source"] not in document["sources"]:
-            _fail(path, where, f"unknown source {entry['source']!r} (sources: {', '.join(document['sources'])})")
-        cells = []
-        for i, cell in enumerate(entry["cells"] or []):
-            here = f"{where}.cells[{i}]"
-            if not isinstance(cell, Mapping):
-                _fail(path, here, "expected a mapping")
-            if missing := CELL_REQUIRED - set(cell):
-                _fail(path, here, f"missing {', '.join(sorted(missing))}")
-            if unknown := set(cell) - CELL_KEYS:
-                _fail(path, here, f"unknown keys {', '.join(sorted(unknown))}")
-            value = cell["value"]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                _fail(path, here, f"value {value!r} is not a number")
-            cells.append(SourceCell(**{key: cell.get(key) for key in CELL_KEYS} | {"value": float(value)}))
+        cells = tuple(SourceCell(**{key: cell.get(key) for key in CELL_KEYS} | {"value": float(cell["value"]),
+                                                                                "at": cell_setting(entry, cell)})
+                      for cell in entry["cells"])
         source = document["sources"][entry["source"]]
-        out[str(table_id)] = SourceTable(str(table_id), str(source.get("work", entry["source"])), str(entry["table"]),
-                                         entry.get("at"), str(entry.get("note") or ""), tuple(cells))
+        out[str(table_id)] = SourceTable(str(table_id), source["work"], entry["table"], entry.get("at"),
+                                         entry.get("note") or "", cells)
     return out
