@@ -134,6 +134,7 @@ if EXP.ntnu:
             input:
                 EXP.ntnu_table_inputs(nt_table),
                 metas=EXP.ntnu_table_metas(nt_table),
+                sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=nt_table),
                 csv=PATH("table_stem", table=nt_table) + ".csv",
@@ -162,7 +163,7 @@ if EXP.ntnu:
                 "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
                 " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.machine}"
                 " {params.summary} --meta {input.metas}"
-                " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers}"
+                " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
                 " --command {params.command:q} > {log}"
 
         if nt_spec["figure"] != "none":

@@ -105,6 +105,7 @@ if EXP.radboud:
             input:
                 evals=EXP.radboud_evals(rb_table),
                 checkpoints=[meta for _, meta in EXP.radboud_checkpoint_metas(rb_table)],
+                sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
@@ -130,7 +131,7 @@ if EXP.radboud:
             shell:
                 "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
                 " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
-                " --caption {params.caption:q} --formats md csv tex html --checkpoints {params.checkpoints}"
+                " --caption {params.caption:q} --formats md csv tex html --checkpoints {params.checkpoints} --sources {input.sources}"
                 " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
     for rb_table in EXP.radboud_pretraining_tables():
@@ -139,7 +140,8 @@ if EXP.radboud:
             name:
                 f"radboud_table_{rb_table}"
             input:
-                [meta for _, meta in EXP.radboud_pretrainings(rb_table)],
+                metas=[meta for _, meta in EXP.radboud_pretrainings(rb_table)],
+                sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
@@ -159,4 +161,5 @@ if EXP.radboud:
                 command=CFG["run_command"] + " radboud",
             shell:
                 "python -m reranker tables pretraining --checkpoints {params.specs} --caption {params.caption:q}"
-                " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
+                " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
+                " --sources {input.sources} > {log}"

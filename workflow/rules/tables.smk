@@ -15,6 +15,7 @@ rule baselines_table:
     input:
         [PATH("eval", collection=s, run=m) for s in EXP.baseline_slugs for m in FIRST_STAGES],
         [PATH("eval", collection=s, run="provided") for s in EXP.provided_slugs],
+        sources=SOURCE_NUMBERS,
     output:
         md=PATH("table", table="baselines"),
         csv=PATH("table_stem", table="baselines") + ".csv",
@@ -35,7 +36,7 @@ rule baselines_table:
         command=CFG["run_command"],
     shell:
         "python -m reranker tables results --eval {params.specs} --measures {params.measures}"
-        " --row-header Collection --no-bold --caption {params.caption:q} --formats md csv html --out {params.out}"
+        " --row-header Collection --no-bold --caption {params.caption:q} --formats md csv html --out {params.out} --sources {input.sources}"
         " --numbers {output.numbers} --note {params.note:q} --command {params.command:q} > {log}"
 
 
@@ -77,6 +78,7 @@ if EXP.target_slugs:
             meta=EXP.score_metas(),
             folds=[PATH("work_folds", collection=s) for s in EXP.target_slugs],
             checkpoints=[PATH("checkpoint_meta", checkpoint=c) for c in EXP.table_finetuned],
+            sources=SOURCE_NUMBERS,
         output:
             md=PATH("table", table="birch_main"),
             csv=PATH("table_stem", table="birch_main") + ".csv",
@@ -117,7 +119,7 @@ if EXP.target_slugs:
             " && cp -r {params.fusion_work}/. {params.fusion}/ && {params.copy_curves}"
             " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
             " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
-            " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints}"
+            " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints} --sources {input.sources}"
             " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
 
@@ -172,6 +174,7 @@ rule seed_index:
     input:
         comparison=PATH("comparison"),
         seeds="workflow/config/seed_tables.yaml",
+        sources=SOURCE_NUMBERS,
     output:
         PATH("seed_index"),
     log:
@@ -184,5 +187,5 @@ rule seed_index:
         run_dir=lambda w, output: os.path.dirname(output[0]),
         command=CFG["run_command"],
     shell:
-        "python -m reranker tables index --run-dir {params.run_dir} --seeds {input.seeds}"
+        "python -m reranker tables index --run-dir {params.run_dir} --seeds {input.seeds} --sources {input.sources}"
         " --out {output} --command {params.command:q} > {log}"
