@@ -914,8 +914,8 @@ def main_rerender(argv: list[str]) -> int:
     parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
     parser.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml)")
     parser.add_argument("--source-table", help="the table's id there (default: the numbers file's stem)")
-    parser.add_argument("--add-measure", action="append", default=[], metavar="MEASURE",
-                        help="a measure column the stored run did not compute: every cell pending")
+    parser.add_argument("--measures", nargs="+", metavar="MEASURE",
+                        help="the measure columns in this order; one the stored run did not compute has every cell pending")
     parser.add_argument("--pending", action="append", default=[], metavar="GROUP:ROW_GLOB:MEASURE",
                         help="cells no longer valid (fnmatch globs), printed 'pending'")
     parser.add_argument("--pending-why", default="", help="why they are pending, and what replaces them")
@@ -928,11 +928,14 @@ def main_rerender(argv: list[str]) -> int:
     if "layout" not in document:
         layout = markdown_layout(Path(args.out).with_suffix(".md").read_text(encoding="utf-8"), document)
     table = Table.from_document(document, layout)
-    for measure in args.add_measure:
-        if measure not in table.measures:
-            table.measures.append(measure)
-            summaries = {row for row, _, _ in table.summaries}
-            table.pending |= {(r, g, measure) for r in table.rows for g in table.groups if r not in summaries}
+    if args.measures:
+        unknown = [m for m in args.measures if m not in table.measures]
+        dropped = [m for m in table.measures if m not in args.measures]
+        if dropped:
+            raise TableError(f"--measures leaves out stored measures: {', '.join(dropped)}")
+        table.measures = list(args.measures)
+        summaries = {row for row, _, _ in table.summaries}
+        table.pending |= {(r, g, m) for m in unknown for r in table.rows for g in table.groups if r not in summaries}
     for spec in args.pending:
         group, row, measure = spec.rsplit(":", 2) if spec.count(":") >= 2 else (None, None, None)
         if group is None:

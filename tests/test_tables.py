@@ -537,7 +537,7 @@ def test_a_stored_table_renders_again_from_its_numbers_with_cells_pending(tmp_pa
     assert [p.read_text() for p in again.write(tmp_path / "b", ["md", "csv", "tex", "html"])] == [p.read_text() for p in first]
     (tmp_path / "sources.yaml").write_text(SOURCE_YAML)
     assert tables.main(["rerender", "--numbers", str(tmp_path / "a.json"), "--out", str(tmp_path / "a"),
-                        "--formats", "md", "csv", "--pending", "*:better:nDCG@20", "--add-measure", "RadboudNDCG@20",
+                        "--formats", "md", "csv", "--pending", "*:better:nDCG@20", "--measures", *MEASURES, "RadboudNDCG@20",
                         "--pending-why", "read with the grades upside down", "--sources", str(tmp_path / "sources.yaml"),
                         "--source-table", "t"]) == 0
     md = (tmp_path / "a.md").read_text()
