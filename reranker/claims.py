@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from reranker.formats.errors import InputError
+from reranker.formats.errors import InputError, keys_checked
 from reranker.reproduction import SourceNumbersError, check_ref, describe, load_source_numbers, source_pair
 from reranker.significance import CORRECTIONS
 from reranker.tolerance import within
@@ -126,13 +126,7 @@ def _check_source(claim: Mapping, entry: Mapping, numbers: Mapping | None, numbe
 
 
 def _keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
-    if not isinstance(entry, dict):
-        raise ClaimError(f"{where}: expected a mapping, found {type(entry).__name__}")
-    unknown, missing = set(entry) - allowed, required - set(entry)
-    if unknown:
-        raise ClaimError(f"{where}: unknown keys {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
-    if missing:
-        raise ClaimError(f"{where}: missing {', '.join(sorted(missing))}")
+    keys_checked(entry, allowed, required, where, ClaimError)
 
 
 def _check_claim(claim: Any, where: str, has_table: bool) -> None:

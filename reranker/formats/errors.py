@@ -67,3 +67,14 @@ def exits_on_input_error(stage: str) -> Callable[[Callable[..., int]], Callable[
                 return report(stage, err)
         return guarded
     return decorate
+
+
+def keys_checked(entry: object, allowed: set[str], required: set[str], where: str, error: type[InputError] = InputError) -> None:
+    """A mapping with every required key and no other, else `error` naming `where` and the keys."""
+    if not isinstance(entry, dict):
+        raise error(f"{where}: expected a mapping, found {type(entry).__name__}")
+    unknown, missing = set(entry) - allowed, required - set(entry)
+    if unknown:
+        raise error(f"{where}: unknown keys {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
+    if missing:
+        raise error(f"{where}: missing {', '.join(sorted(missing))}")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from reranker.formats.errors import InputError
+from reranker.formats.errors import InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
 SOURCE_KEYS = {"work", "where", "note"}
@@ -32,13 +32,7 @@ class SourceNumbersError(InputError):
 
 
 def check_keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
-    if not isinstance(entry, dict):
-        raise SourceNumbersError(f"{where}: expected a mapping, found {type(entry).__name__}")
-    unknown, missing = set(entry) - allowed, required - set(entry)
-    if unknown:
-        raise SourceNumbersError(f"{where}: unknown keys {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})")
-    if missing:
-        raise SourceNumbersError(f"{where}: missing {', '.join(sorted(missing))}")
+    keys_checked(entry, allowed, required, where, SourceNumbersError)
 
 
 def _is_number(value: Any) -> bool:
