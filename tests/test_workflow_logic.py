@@ -164,3 +164,15 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     assert experiment.ntnu_figure_args("ntnu_5_4").endswith("--what validation")
     sweep = experiment.ntnu_sweep_specs()
     assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))
+
+
+def test_plain_snakemake_loads_the_default_profile():
+    """Snakemake 9 looks for profiles/default beside the Snakefile or in the working folder, never in
+    workflow/profiles/ when the Snakefile is at the top: `profiles` links there, so a plain `snakemake`
+    resumes incomplete files and shows a failed job's log (workflow/profiles/default)."""
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "rules"], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Using workflow specific profile profiles/default" in result.stdout + result.stderr
+    profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    assert profile["rerun-incomplete"] and profile["show-failed-logs"]
