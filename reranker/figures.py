@@ -117,16 +117,21 @@ def rank_counts(run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapp
     return {"queries": queries, "missing_from_run": missing, "rr": rr, "counts": counts}
 
 
+def _read(reader, path: str, named: str):
+    """A file read by `reader`; a missing or malformed one is a TableError that names it."""
+    try:
+        return reader(path)
+    except FileNotFoundError:
+        raise TableError(f"{named}: no such file") from None
+    except FormatError as err:
+        raise TableError(str(err)) from None
+
+
 def ranks_numbers(specs: Sequence[str], qrels_path: str, depth: int, min_grade: int) -> tuple[dict, list[str]]:
     """Per `LABEL:RUN_FILE`, the counts of `rank_counts`; and the files read."""
     if depth < 1:
         raise TableError(f"--depth {depth}: must be 1 or more")
-    try:
-        qrels = read_qrels(qrels_path)
-    except FileNotFoundError:
-        raise TableError(f"--qrels {qrels_path}: no such file") from None
-    except FormatError as err:
-        raise TableError(str(err)) from None
+    qrels = _read(read_qrels, qrels_path, f"--qrels {qrels_path}")
     judged = sum(any(g >= min_grade for g in grades.values()) for grades in qrels.values())
     if not judged:
         raise TableError(f"{qrels_path}: no query has a document of grade {min_grade} or more")
@@ -135,12 +140,7 @@ def ranks_numbers(specs: Sequence[str], qrels_path: str, depth: int, min_grade: 
         label, path = split_spec(spec, "--run", "LABEL:RUN_FILE", 2)
         if label in systems:
             raise TableError(f"--run {spec!r}: label {label!r} given twice")
-        try:
-            run = read_run(path)
-        except FileNotFoundError:
-            raise TableError(f"--run {spec!r}: {path}: no such file") from None
-        except FormatError as err:
-            raise TableError(str(err)) from None
+        run = _read(read_run, path, f"--run {spec!r}: {path}")
         systems[label] = rank_counts(run, qrels, depth, min_grade)
         inputs.append(path)
     return {"depth": depth, "relevant_min_grade": min_grade, "judged_queries": judged, "systems": systems}, inputs

@@ -513,10 +513,6 @@ def parse_summary_spec(spec: str) -> tuple[str, list[str]]:
     return label, names
 
 
-def load_evaluations(paths: Mapping[str, str | os.PathLike]) -> dict[str, Evaluation]:
-    return {name: read_evaluation(path) for name, path in paths.items()}
-
-
 def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
                   machine_dependent: Sequence[str] = ()) -> None:
     """Store a table's numbers with what produced them (command, commit, versions, checksums).
