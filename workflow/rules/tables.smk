@@ -88,6 +88,7 @@ if EXP.target_slugs:
             numbers=PATH("numbers", table="birch_main"),
             folds=[PATH("folds", collection=s) for s in EXP.target_slugs],
             curves=[figure_report(curve, "Birch") for curve in CURVES],
+            fusion=directory(PATH("fusion")),  # the chosen a, w per fold, copied beside the table
         log:
             PATH("log", stage="tables", name="birch_main"),
         benchmark:
@@ -107,7 +108,6 @@ if EXP.target_slugs:
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"],
             fusion_work=PATH("fusion_dir"),
-            fusion=PATH("fusion"),
             checkpoints=EXP.checkpoint_specs(),
             copy_curves=" && ".join(
                 f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(EXP.table_finetuned, CURVES)
@@ -115,8 +115,8 @@ if EXP.target_slugs:
             or "true",
             folds_dir=lambda w, output: os.path.dirname(output.folds[0]),
         shell:
-            "mkdir -p {params.folds_dir} {params.fusion} && cp {input.folds} {params.folds_dir}/"
-            " && cp -r {params.fusion_work}/. {params.fusion}/ && {params.copy_curves}"
+            "mkdir -p {params.folds_dir} {output.fusion} && cp {input.folds} {params.folds_dir}/"
+            " && cp -r {params.fusion_work}/. {output.fusion}/ && {params.copy_curves}"
             " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
             " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
             " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints} --sources {input.sources}"
