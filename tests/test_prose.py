@@ -75,7 +75,7 @@ def test_every_number_in_the_prose_is_a_stored_one(document, values):
 
 def test_the_check_fails_on_a_drifted_number(values):
     """The README once said the titles checkpoint's 1S row scored 0.3252 on Cranfield; the table held 0.3217."""
-    assert unmatched("Cranfield 0.3252, in 104 queries/min", values) == [("0.3252", 1), ("104 queries/min", 1)]
+    assert unmatched("Cranfield 0.3252, in 98,765 queries/min", values) == [("0.3252", 1), ("98,765 queries/min", 1)]
     assert unmatched("BM25+RM3 AP 0.3131", values) == []
 
 
