@@ -160,7 +160,7 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     # The rows the profile names null are gone, from the section and from the checkpoints alike.
     assert "seed-3" not in section["models"] and "ntnu-seed-3" not in config["checkpoints"]
     assert "layers-2" not in section["tables"]["ntnu_5_6"]["distilled"] and "layers-4" in section["tables"]["ntnu_5_6"]["distilled"]
-    assert "regression-binary" not in config["radboud"]["variants"] and "regression-exponential" in config["radboud"]["variants"]
+    assert "regression-identity" not in config["radboud"]["variants"] and "regression-exponential" in config["radboud"]["variants"]
     assert experiment.ntnu_figure_args("ntnu_5_4").endswith("--what validation")
     sweep = experiment.ntnu_sweep_specs()
     assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))
