@@ -338,11 +338,9 @@ def _check(claim: Mapping, entry: Mapping, run_dir: Path, source_numbers: Mappin
             raise ClaimError(f"source numbers: {err}") from None
     try:
         if claim["kind"] == "compare":
-            other = None
-            if claim.get("than_table"):
-                other = read_numbers(run_dir, claim["than_table"])
-                if other is None:
-                    return Verdict("not run", f"numbers/{claim['than_table']}.json is not in this run")
+            other = others[0] if others else None
+            if claim.get("than_table") and other is None:
+                return Verdict("not run", f"numbers/{claim['than_table']}.json is not in this run")
             return check_compare(claim, document, other, source)
         return {"value": check_value, "monotone": check_monotone, "observe": check_observe}[claim["kind"]](claim, document)
     except ClaimError as err:

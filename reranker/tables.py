@@ -349,12 +349,12 @@ class Table:
                 "pending": [list(cell) for cell in sorted(self.pending)], "pending_why": self.pending_why}
 
     @classmethod
-    def from_document(cls, document: Mapping, layout: Mapping | None = None) -> Table:
+    def from_document(cls, document: Mapping) -> Table:
         """A table again from its stored numbers (`write_numbers`), to render it anew: with the source's numbers
-        beside it, or with cells marked pending. `layout` stands in for documents stored before it was."""
-        layout = dict(document.get("layout") or layout or {})
+        beside it, or with cells marked pending."""
+        layout = dict(document.get("layout") or {})
         if not layout:
-            raise TableError("the numbers document has no layout (row and column order): pass one")
+            raise TableError("the numbers document has no layout (row and column order): make it again with `tables results`")
         table = cls(document.get("caption", ""), list(layout["groups"]), list(layout["measures"]),
                     row_header=layout.get("row_header", "System"), bold_best=layout.get("bold_best", True))
         table.notes = list(layout.get("notes", []))
@@ -858,50 +858,6 @@ def main_resources(argv: list[str]) -> int:
     return 0
 
 
-def markdown_layout(text: str, document: Mapping) -> dict:
-    """Row and column order and notes of a table stored before its numbers kept them, read from its Markdown."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
-    rows = [line.strip("|").split("|")[0].strip() for line in lines[start + 2:end]]
-    groups = list(document["numbers"])
-    if len(groups) > 1:  # in the header's order (the JSON's keys are sorted)
-        prefixes = sorted(groups, key=len, reverse=True)
-        groups = list(dict.fromkeys([next(g for g in prefixes if cell.startswith(g + " ")) for cell in header[1:]
-                                     if any(cell.startswith(g + " ") for g in prefixes)]))
-    labels = {label: measure for measure, label in MEASURE_LABELS.items()}
-    measures, extras = [], []
-    known = {c for g in groups for r in document["numbers"][g].values() for c in r}
-    for cell in header[1:]:
-        prefixes = sorted(groups, key=len, reverse=True) if len(groups) > 1 else []
-        name = next((cell[len(g) + 1:] for g in prefixes if cell.startswith(g + " ")), cell)
-        measure = labels.get(name, name)
-        if measure not in known:
-            raise TableError(f"column {cell!r} of the Markdown table is not among the stored numbers ({', '.join(sorted(known))})")
-        marks = (document.get("significance") or {}).get("marks", {})
-        tested = any(measure in tests for g in marks for tests in marks[g].values())
-        summary_like = any(isinstance(document["numbers"][g].get(r, {}).get(measure), Mapping) for g in groups for r in rows)
-        column = header.index(cell)
-        bold = any(line.strip("|").split("|")[column].strip().startswith("**") for line in lines[start + 2:end])
-        values = [document["numbers"][g].get(r, {}).get(measure) for g in groups for r in rows]
-        every_float = all(isinstance(v, float) for v in values) and measure not in document.get("machine_dependent", [])
-        (measures if summary_like or tested or bold or every_float or measure in MEASURE_LABELS else extras).append(measure)
-    formats = {}  # thousands separators, as the Markdown printed them
-    for extra in extras:
-        index = header.index(next(c for c in header if labels.get(c, c) == extra or c.endswith(" " + extra)))
-        printed = [line.strip("|").split("|")[index].strip().strip("*") for line in lines[start + 2:end]]
-        stored = [document["numbers"][g].get(r, {}).get(extra) for g in groups for r in rows]
-        value = next((v for v in stored if v is not None), None)
-        if any("," in text for text in printed) and isinstance(value, (int, float)):
-            formats[extra] = ",d" if isinstance(value, int) else ",.0f"
-    notes = [line.rstrip() for line in lines[end:] if line.strip() and not line.startswith("|")]
-    summaries = [r for r in rows if any(isinstance(document["numbers"][g].get(r, {}).get(m), Mapping) for g in groups for m in measures)]
-    bold_best = any("**" in line for line in lines[start + 2:end])
-    return {"groups": groups, "measures": list(dict.fromkeys(measures)), "rows": rows, "row_header": header[0], "bold_best": bold_best,
-            "extra_columns": list(dict.fromkeys(extras)), "extra_formats": formats, "notes": notes, "summaries": summaries}
-
-
 def main_rerender(argv: list[str]) -> int:
     """A stored table rendered anew from its numbers JSON: the source's numbers beside it, cells marked pending."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables rerender", description=main_rerender.__doc__)
@@ -920,10 +876,7 @@ def main_rerender(argv: list[str]) -> int:
 
     path = Path(args.numbers)
     document = json.loads(path.read_text(encoding="utf-8"))
-    layout = None
-    if "layout" not in document:
-        layout = markdown_layout(Path(args.out).with_suffix(".md").read_text(encoding="utf-8"), document)
-    table = Table.from_document(document, layout)
+    table = Table.from_document(document)
     if args.measures:
         unknown = [m for m in args.measures if m not in table.measures]
         dropped = [m for m in table.measures if m not in args.measures]

@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +113,22 @@ class SourceTable:
     note: str
     cells: tuple[SourceCell, ...]
 
-    def beside(self, row: str, group: str, column: str, groups: tuple[str, ...] | list[str]) -> float | None:
-        """The source's value for our cell, where the source has one at our setting."""
+    @cached_property
+    def _ours(self) -> dict[tuple[str, str | None, str], float]:
+        """(our row, the source's group or None, column) -> value, at our setting; the first cell wins."""
+        ours: dict[tuple[str, str | None, str], float] = {}
         for cell in self.cells:
-            if (cell.row == row and cell.column == column and (cell.group is None or cell.group == group)
-                    and (cell.group is not None or group in groups) and (cell.at is None or cell.at == self.at)):
-                return cell.value
-        return None
+            if cell.row is not None and (cell.at is None or cell.at == self.at):
+                ours.setdefault((cell.row, cell.group, cell.column), cell.value)
+        return ours
+
+    def beside(self, row: str, group: str, column: str, groups: tuple[str, ...] | list[str]) -> float | None:
+        """The source's value for our cell, where the source has one at our setting: a cell naming our group,
+        else one naming no group (when `group` is one of ours)."""
+        value = self._ours.get((row, group, column))
+        if value is None and group in groups:
+            value = self._ours.get((row, None, column))
+        return value
 
 
 def read_source_numbers(path: str | os.PathLike = DEFAULT_SOURCE_NUMBERS) -> dict[str, SourceTable]:
