@@ -21,9 +21,9 @@ from pathlib import Path
 from reranker.config import load_config
 from reranker.formats.atomic import write_text
 from reranker.formats.errors import exits_on_input_error
+from reranker.formats.layout import PUBLISHED, PUBLISHED_FILES
 from reranker.registry import FIRST_STAGES
 from reranker.tolerance import within
-from reranker.workflow import PUBLISHED, PUBLISHED_FILES
 
 LUCENE_TABLES = {"baselines", "dataset_stats"}
 LUCENE_ROWS = {stage.label for stage in FIRST_STAGES.values()}  # provided runs sit in the baselines table

@@ -646,27 +646,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, help="truncate pairs to this many tokens (default: the model's)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores this process may use)")
     add_config(parser, "score, segment.candidates, the checkpoint's entry; the cache under run_dir")
-    parser.add_argument("--experiment", choices=("birch", "radboud", "ntnu"), default="birch",
-                        help="whose candidates K, max length and precision: segment: and score: (Birch), radboud: or ntnu:")
-    parser.add_argument("--candidates", type=int, help="score the run's top K (default: the experiment's)")
+    parser.add_argument("--model", help="what to load: the fine-tuned checkpoint's folder, or a hub id or folder "
+                        "(default: the checkpoint's own `model` where it is fetched)")
+    parser.add_argument("--cache", help="the score cache's folder (default: the run folder's work/cache/scores)")
+    parser.add_argument("--section", help="a configuration section (radboud, ntnu) whose candidates K, max length "
+                        "and precision replace segment:'s and score:'s")
+    parser.add_argument("--candidates", type=int, help="score the run's top K (default: the settings')")
     parser.add_argument("--ranking", choices=RANKINGS, help="radboud: how a document is ranked from the logits")
     parser.add_argument("--folds", help="folds JSON: score only the test queries of the checkpoint's train_fold")
     args = parser.parse_args(argv)
+    from reranker import settings as stage_settings
     from reranker.config import load_config
-    from reranker.workflow import PATTERNS, Experiment
+    from reranker.formats.layout import PATTERNS
 
     part = parse_part(args.part)
     config = load_config(args.config)
-    experiment = Experiment(config)
-    entry = experiment.checkpoint(args.checkpoint)
-    settings = config["score"]
+    settings = stage_settings.score(config, args.checkpoint, args.section)
+    entry = settings["checkpoint"]
+    if args.model is None and entry["source"] != "hf":
+        raise InputError(f"checkpoint {args.checkpoint} is fine-tuned: give --model, the folder training wrote")
     kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
-    candidates, max_length, relevant_index = config["segment"]["candidates"], args.max_length, None
+    candidates, max_length, relevant_index = settings["candidates"], args.max_length or settings["max_length"], None
     precision = settings["precision"]
-    if args.experiment != "birch":  # the thesis sections share these keys
-        section = config[args.experiment]
-        candidates, max_length = section["candidates"], args.max_length or section["max_length"]
-        precision = resolve_precision(section["precision"], pick_device(settings["device"]))
+    if args.section:  # the thesis sections' precision is resolved here, on this machine's device
+        precision = resolve_precision(precision, pick_device(settings["device"]))
     if args.ranking:
         kind = "argmax" if args.ranking == "argmax" else "logit"
         relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None
@@ -677,9 +680,9 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(f"checkpoint {args.checkpoint} was trained on fold {entry['train_fold']}'s training "
                              "queries: give --folds to score its test queries only")
         _, queries = fold_test_queries(args.folds, entry["train_fold"])
-    cache_dir = None if args.no_cache else str(Path(config["run_dir"]) / PATTERNS["score_cache"])
+    cache_dir = None if args.no_cache else args.cache or str(Path(config["run_dir"]) / PATTERNS["score_cache"])
     fetched = entry["source"] == "hf"
-    meta = score_run(experiment.checkpoint_ref(args.checkpoint), args.segments, args.run, args.topics, args.out,
+    meta = score_run(args.model or entry["model"], args.segments, args.run, args.topics, args.out,
                      candidates=candidates, kind=kind, batch_size=settings["batch_size"],
                      batch_tokens=settings["batch_tokens"],
                      precision=precision, cache_dir=cache_dir, shard_size=args.shard_size or settings["shard_size"],

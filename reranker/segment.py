@@ -205,20 +205,15 @@ def main(argv: list[str] | None = None) -> int:
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
     add_config(parser, "segment; the tokenizer of birch.checkpoints' first")
-    parser.add_argument("--experiment", choices=("birch", "radboud", "ntnu"), default="birch",
-                        help="whose candidates K (and passages): segment: (Birch), radboud: or ntnu:")
+    parser.add_argument("--section", help="a configuration section (radboud, ntnu) whose candidates K and passages "
+                        "replace segment:'s")
+    parser.add_argument("--candidates", type=int, help="segment the run's top K (default: the settings')")
     args = parser.parse_args(argv)
+    from reranker import settings as stage_settings
     from reranker.config import load_config
-    from reranker.workflow import Experiment
 
-    config = load_config(args.config)
-    experiment = Experiment(config)
-    settings, tokenizer = config["segment"], experiment.tokenizer or DEFAULT_TOKENIZER
-    candidates, passages = settings["candidates"], settings["passages"]
-    if args.experiment == "radboud":
-        candidates = config["radboud"]["candidates"]
-    elif args.experiment == "ntnu":  # down to the deepest R of its sweep
-        candidates, passages = experiment.ntnu_depth, config["ntnu"]["passages"]
+    settings = stage_settings.segment(load_config(args.config), args.section, args.candidates)
+    tokenizer, candidates, passages = settings["tokenizer"] or DEFAULT_TOKENIZER, settings["candidates"], settings["passages"]
     meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
                    tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],
                    passage_stride=passages["stride"], passage_title=passages["title"])

@@ -926,6 +926,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def fetched_model(entry: dict, name: str, flag: str) -> str:
+    """A fetched checkpoint's hub id or folder; a fine-tuned one's folder must be handed in."""
+    if entry["source"] != "hf":
+        raise SystemExit(f"checkpoint {name} is fine-tuned: give {flag}, the folder training wrote")
+    return entry["model"]
+
+
 @exits_on_input_error("train")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
@@ -937,23 +944,24 @@ def main(argv: list[str] | None = None) -> int:
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
-    from reranker.config import collection_config, load_config, training_config
+    from reranker.config import checkpoint_config, collection_config, load_config
 
     flags = {field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values() if getattr(args, field) is not None}
     if args.bucketed is not None:
         flags["bucketed"] = args.bucketed
     if args.config or args.checkpoint:  # settings from the configuration alone
-        if not args.checkpoint or args.base or flags or args.mix or args.relevant_min_grade is not None:
-            raise SystemExit("with --config, name the --checkpoint and give no --base, --mix or hyper-parameter flags: "
-                             "its settings come from the configuration")
-        from reranker.workflow import Experiment
+        teacher = flags.pop("teacher", None)  # with --config, a folder the rule hands, as --base
+        if not args.checkpoint or flags or args.mix or args.relevant_min_grade is not None:
+            raise SystemExit("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
+                             "--base and --teacher, the folders of its base and teacher): its settings come from the "
+                             "configuration")
+        from reranker import settings as stage_settings
 
         config = load_config(args.config)
-        experiment = Experiment(config)
-        checkpoint = experiment.checkpoint(args.checkpoint)
-        start = experiment.checkpoint(checkpoint["base"])
-        base, mix = experiment.checkpoint_ref(checkpoint["base"]), checkpoint["mix"]
-        settings = training_config(config, args.checkpoint)
+        stage = stage_settings.train(config, args.checkpoint)
+        checkpoint, start, mix = stage["checkpoint"], stage["base"], stage["checkpoint"]["mix"]
+        base = args.base or fetched_model(start, checkpoint["base"], "--base")
+        settings = stage["training"]
         settings.pop("gpus")  # a scheduler resource, not a training setting
         if start["source"] == "hf":  # a fetched base: its declared head and layer slice
             settings["head"] = settings["head"] or start.get("head")
@@ -961,8 +969,9 @@ def main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-        if settings.get("teacher"):  # a checkpoint name of the configuration
-            settings["teacher"] = experiment.checkpoint_ref(settings["teacher"])
+        if settings.get("teacher"):  # a checkpoint name of the configuration: its folder or id
+            settings["teacher"] = teacher or fetched_model(checkpoint_config(config, settings["teacher"]),
+                                                           settings["teacher"], "--teacher")
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "

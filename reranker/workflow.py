@@ -1,16 +1,13 @@
-"""The workflow's logic, out of the Snakefile and tested: where files go, checkpoint lineage, table rows
-and captions. Rules call these; no stage needs them to run.
-
-Every path pattern is defined once, in `PATTERNS`: Snakemake fills its `{wildcards}`, and
-`Layout.path` fills them with values.
+"""The workflow's logic, out of the Snakefile and tested: checkpoint lineage, table rows and captions.
+Rules call these; no stage imports them (tests/test_layering.py). Paths: reranker.formats.layout.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from reranker import settings as stage_settings
 from reranker.config import (
     checkpoint_config,
     ntnu_checkpoint,
@@ -19,65 +16,8 @@ from reranker.config import (
     slug,
     training_config,
 )
+from reranker.formats.layout import PATTERNS, PUBLISHED, PUBLISHED_FILES, Layout  # noqa: F401 (the rules' names)
 from reranker.registry import AGGREGATORS, FIRST_STAGES
-
-# Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
-PATTERNS = {
-    "config": "config.yaml",
-    "docs": "work/collections/{collection}/docs.jsonl",
-    "topics": "work/collections/{collection}/topics.tsv",
-    "qrels": "work/collections/{collection}/qrels.txt",
-    "stats": "work/collections/{collection}/stats.json",
-    "index": "work/indexes/{collection}",
-    "trec_run": "work/runs/{collection}/{run}.run",
-    "eval": "work/eval/{collection}/{run}.json",
-    "work_folds": "work/folds/{collection}.json",
-    "segments": "work/segments/{collection}/{first_stage}.k{k}.{unit}.jsonl",
-    "scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv",
-    "scores_meta": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv.meta.json",
-    "scores_part": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.part{part}.tsv",
-    "score_cache": "work/cache/scores",
-    "checkpoint_dir": "work/checkpoints/{checkpoint}",
-    "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
-    "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
-    "fusion_dir": "work/fusion",
-    "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
-    "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
-    "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
-    "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",
-    "ntnu_speed": "work/speed/{collection}/{system}.json",
-    "benchmark": "benchmarks/{stage}/{name}.tsv",
-    "log": "logs/{stage}/{name}.log",
-    # What a run publishes, mirrored in the reference folder (results/ for the default).
-    "table": "tables/{table}.md",
-    "table_stem": "tables/{table}",
-    "numbers": "numbers/{table}.json",
-    "figure": "figures/{figure}.png",
-    "folds": "folds/{collection}.json",
-    "fusion": "fusion",
-    "comparison": "comparison.md",
-    "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
-}
-# What `compare` checks and `promote` copies: the published part of a run.
-PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
-PUBLISHED_FILES = ("report.html", "README.md")  # the report and the seed index, where made: promoted, never compared
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Paths of one run folder. `pattern` keeps wildcards for Snakemake; `path` fills them."""
-
-    run_dir: str
-
-    def pattern(self, name: str, /, **fixed: object) -> str:
-        """The pattern under the run folder, with some fields filled (the rest stay `{wildcards}`)."""
-        text = f"{self.run_dir}/{PATTERNS[name]}"
-        for key, value in fixed.items():
-            text = text.replace("{" + key + "}", str(value))
-        return text
-
-    def path(self, name: str, /, **values: object) -> str:
-        return f"{self.run_dir}/{PATTERNS[name]}".format(**values)
 
 
 def ranking_label(ranking: str) -> str:
@@ -109,8 +49,7 @@ class Experiment:
         return self.config["collections"][self.slug_to_id[collection_slug]]
 
     def measures_for(self, collection_id: str) -> list[str]:
-        """The suite's measures plus the ones a collection's entry adds (e.g. RR@10)."""
-        return list(dict.fromkeys(self.config["measures"] + self.config["collections"][collection_id]["measures"]))
+        return stage_settings.measures(self.config, collection_id)
 
     @property
     def target_slugs(self) -> list[str]:
@@ -148,9 +87,7 @@ class Experiment:
         return [self.layout.path("checkpoint_meta", checkpoint=name)] if self.is_finetuned(name) else []
 
     def hub_model(self, name: str) -> str:
-        """The Hugging Face id (or directory) at the root of a checkpoint's lineage."""
-        entry = self.checkpoint(name)
-        return entry["model"] if entry["source"] == "hf" else self.hub_model(entry["base"])
+        return stage_settings.hub_model(self.config, name)
 
     def lineage(self, name: str) -> str:
         """A checkpoint in words: its Hugging Face id, or its name and what it was fine-tuned from and on."""
@@ -174,8 +111,7 @@ class Experiment:
 
     @property
     def tokenizer(self) -> str:
-        """The tokenizer that sets segment's token budget: the first Birch checkpoint's."""
-        return self.hub_model(self.birch["checkpoints"][0]) if self.birch["checkpoints"] else ""
+        return stage_settings.tokenizer(self.config)
 
     @property
     def units(self) -> list[str]:
@@ -196,10 +132,20 @@ class Experiment:
         """Files a training job reads: its base's marker (if fine-tuned), each source's files, and the
         folds of a checkpoint trained on one fold's training queries."""
         files = self.checkpoint_files(self.checkpoint(name)["base"])
-        teacher = training_config(self.config, name)["teacher"] if self.is_finetuned(name) else None
+        teacher = self.teacher(name)
         files += self.checkpoint_files(teacher) if teacher else []
         files += [path for _, paths in self.training_sources(name) for path in paths.values()]
         return files + ([self.fold_file(name)] if self.checkpoint(name).get("train_fold") else [])
+
+    def teacher(self, name: str) -> str | None:
+        """A fine-tuned checkpoint's distillation teacher (a checkpoint name), if it has one."""
+        return training_config(self.config, name)["teacher"] if self.is_finetuned(name) else None
+
+    def model_flags(self, name: str) -> str:
+        """A training job's --base and --teacher: the folders (or hub ids) it starts from and learns from."""
+        base, teacher = self.checkpoint(name)["base"], self.teacher(name)
+        return f"--base {shlex.quote(self.checkpoint_ref(base))}" + (
+            f" --teacher {shlex.quote(self.checkpoint_ref(teacher))}" if teacher else "")
 
     def fold_file(self, name: str) -> str:
         """The folds JSON of a per-fold checkpoint's collection."""
@@ -509,47 +455,10 @@ class Experiment:
                              f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}.")
         return "".join(sentences)
 
-    # Settings each stage reads from the resolved file: rules list them as params, so that Snakemake
-    # reruns a job when one of its own settings changes, and only then.
-    def settings(self, stage: str, collection: str | None = None, checkpoint: str | None = None,
-                 model: str | None = None) -> dict:
-        config = self.config
-        cid = self.slug_to_id[collection] if collection else None
-        entry = config["collections"][cid] if cid else None
-        if stage == "collections":
-            return {"collection": entry, "folds": config["birch"]["folds"]}
-        if stage == "index":
-            return {"java_heap": config["java_heap"]}
-        if stage == "retrieve":
-            retrieval = config["retrieval"]
-            return {"depth": retrieval["depth"], "model": retrieval["models"].get(model),
-                    "overrides": retrieval["overrides"].get(cid, {}).get(model), "java_heap": config["java_heap"]}
-        if stage == "evaluate":
-            return {"measures": self.measures_for(cid)}
-        if stage == "segment":
-            return {**config["segment"], "tokenizer": self.tokenizer}
-        if stage == "segment_documents":
-            return {"candidates": config["radboud"]["candidates"]}
-        if stage == "train":
-            base = self.checkpoint(self.checkpoint(checkpoint)["base"])
-            return {"training": training_config(config, checkpoint), "checkpoint": self.checkpoint(checkpoint),
-                    "base": base, "grades": {c: config["collections"][c]["relevant_min_grade"]
-                                             for c in self.checkpoint(checkpoint)["train_on"]}}
-        if stage == "score":
-            return {**config["score"], "candidates": self.k, "checkpoint": self.checkpoint(checkpoint)}
-        if stage == "score_radboud":
-            return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
-                    **{key: config["radboud"][key] for key in ("candidates", "max_length", "precision")}}
-        if stage == "segment_ntnu":
-            return {"passages": config["ntnu"]["passages"], "candidates": self.ntnu_depth}
-        if stage == "score_ntnu":
-            return {**config["score"], "checkpoint": self.checkpoint(checkpoint),
-                    **{key: config["ntnu"][key] for key in ("max_length", "precision")}}
-        if stage == "fuse":
-            return {**self.birch["fusion"], "relevant_min_grade": entry["relevant_min_grade"]}
-        if stage == "compare":
-            return {**config["compare"], "reference": config["reference"]}
-        raise ValueError(f"unknown stage {stage!r}")
+    # What a stage reads from the resolved file (reranker.settings, which the stage calls too): rules
+    # list it as params, so that Snakemake reruns a job when one of its own settings changes.
+    def settings(self, stage: str, collection: str | None = None, **keys) -> dict:
+        return stage_settings.of(stage, self.config, collection=self.slug_to_id[collection] if collection else None, **keys)
 
     # Tables ------------------------------------------------------------------------------------
     def birch_rows(self) -> list[tuple[str, str, str | None]]:

@@ -21,12 +21,12 @@ from reranker import hardware
 from reranker import score as sc
 from reranker import segment as seg
 from reranker.formats.errors import FormatError
+from reranker.formats.layout import PATTERNS
 from reranker.formats.runs import read_run
 from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.models import load_classifier
-from reranker.workflow import PATTERNS
 
 CANDIDATES = 10
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 # logits, how many candidates a wildcard asks for), threads, and --no-cache where a job's own time is
 # the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
-                 "--experiment", "--ranking", "--candidates", "--no-cache", "--part", "--parts",
+                 "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
@@ -75,7 +75,7 @@ def test_score_parts_scatter_each_collections_scoring_and_gather_it(tmp_path, bi
                           cwd=REPO, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     birch_scores = [line for line in done.stdout.splitlines()
-                    if " -m reranker score --" in line and "--experiment" not in line]
+                    if " -m reranker score --" in line and "--section" not in line]
     gathers = [line for line in done.stdout.splitlines() if " -m reranker score gather " in line]
     assert gathers and len(birch_scores) == 3 * len(gathers)
     for gather in gathers:

@@ -43,13 +43,14 @@ rule train:
     params:
         config=CONFIG_FILE,
         settings=lambda w: settings("train", checkpoint=w.checkpoint),
+        models=lambda w: EXP.model_flags(w.checkpoint),
         sources=lambda w: " ".join(
             f"--source {cid}:{p['docs']}:{p['topics']}:{p['qrels']}:{p['run']}" for cid, p in EXP.training_sources(w.checkpoint)
         ),
         out=lambda w, output: os.path.dirname(output[0]),
         folds=lambda w: f"--folds {EXP.fold_file(w.checkpoint)}" if EXP.checkpoint(w.checkpoint).get("train_fold") else "",
     shell:
-        "python -m reranker train --config {params.config} --checkpoint {wildcards.checkpoint} {params.sources}"
+        "python -m reranker train --config {params.config} --checkpoint {wildcards.checkpoint} {params.models} {params.sources}"
         " {params.folds} --threads {threads} --out {params.out} 2> {log}"
 
 
@@ -83,10 +84,12 @@ rule score:
     params:
         config=CONFIG_FILE,
         settings=lambda w: settings("score", checkpoint=w.checkpoint),
+        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+        cache=CACHE,
         part=lambda w: w.get("part", "1-of-1").replace("-of-", "/"),
     shell:
-        "python -m reranker score --config {params.config} --checkpoint {wildcards.checkpoint}"
-        " --segments {input.segments} --run {input.run} --topics {input.topics} --qrels {input.qrels}"
+        "python -m reranker score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
+        " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics} --qrels {input.qrels}"
         " --part {params.part} --threads {threads} --out {output.scores} 2> {log}"
 
 

@@ -38,9 +38,10 @@ if EXP.ntnu:
             ENV
         params:
             config=CONFIG_FILE,
-            settings=settings("segment_ntnu"),
+            settings=settings("segment", section="ntnu", candidates=EXP.ntnu_depth),
+            candidates=EXP.ntnu_depth,
         shell:
-            "python -m reranker segment --config {params.config} --experiment ntnu --docs {input.docs}"
+            "python -m reranker segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
             " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
 
     rule score_ntnu:
@@ -64,9 +65,11 @@ if EXP.ntnu:
             gpu=CFG["score"]["gpus"],
         params:
             config=CONFIG_FILE,
-            settings=lambda w: settings("score_ntnu", checkpoint=w.checkpoint),
+            settings=lambda w: settings("score", checkpoint=w.checkpoint, section="ntnu"),
+            model=lambda w: EXP.checkpoint_ref(w.checkpoint),
         shell:
-            "python -m reranker score --config {params.config} --experiment ntnu --checkpoint {wildcards.checkpoint}"
+            "python -m reranker score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
+            " --model {params.model:q}"
             " --candidates {wildcards.k} --no-cache --segments {input.segments} --run {input.run}"
             " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output} 2> {log}"
 

@@ -36,9 +36,9 @@ if EXP.radboud:
             ENV
         params:
             config=CONFIG_FILE,
-            settings=settings("segment_documents"),
+            settings=settings("segment", section="radboud"),
         shell:
-            "python -m reranker segment --config {params.config} --experiment radboud --docs {input.docs}"
+            "python -m reranker segment --config {params.config} --section radboud --docs {input.docs}"
             " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
 
     rule score_radboud:
@@ -62,9 +62,12 @@ if EXP.radboud:
             gpu=CFG["score"]["gpus"],
         params:
             config=CONFIG_FILE,
-            settings=lambda w: settings("score_radboud", checkpoint=w.checkpoint),
+            settings=lambda w: settings("score", checkpoint=w.checkpoint, section="radboud"),
+            model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+            cache=CACHE,
         shell:
-            "python -m reranker score --config {params.config} --experiment radboud --checkpoint {wildcards.checkpoint}"
+            "python -m reranker score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
+            " --model {params.model:q} --cache {params.cache:q}"
             " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
             " --topics {input.topics} --threads {threads} --out {output} 2> {log}"
 

@@ -1,0 +1,68 @@
+"""A run folder's layout: where every file of a run goes, and which part of it is published.
+
+Every path pattern is defined once, in `PATTERNS`: Snakemake fills its `{wildcards}`, and
+`Layout.path` fills them with values. A shared format: the workflow lays runs out with it, and
+`compare` reads the published part with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
+PATTERNS = {
+    "config": "config.yaml",
+    "docs": "work/collections/{collection}/docs.jsonl",
+    "topics": "work/collections/{collection}/topics.tsv",
+    "qrels": "work/collections/{collection}/qrels.txt",
+    "stats": "work/collections/{collection}/stats.json",
+    "index": "work/indexes/{collection}",
+    "trec_run": "work/runs/{collection}/{run}.run",
+    "eval": "work/eval/{collection}/{run}.json",
+    "work_folds": "work/folds/{collection}.json",
+    "segments": "work/segments/{collection}/{first_stage}.k{k}.{unit}.jsonl",
+    "scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv",
+    "scores_meta": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv.meta.json",
+    "scores_part": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.part{part}.tsv",
+    "score_cache": "work/cache/scores",
+    "checkpoint_dir": "work/checkpoints/{checkpoint}",
+    "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
+    "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
+    "fusion_dir": "work/fusion",
+    "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
+    "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
+    "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
+    "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",
+    "ntnu_speed": "work/speed/{collection}/{system}.json",
+    "benchmark": "benchmarks/{stage}/{name}.tsv",
+    "log": "logs/{stage}/{name}.log",
+    # What a run publishes, mirrored in the reference folder (results/ for the default).
+    "table": "tables/{table}.md",
+    "table_stem": "tables/{table}",
+    "numbers": "numbers/{table}.json",
+    "figure": "figures/{figure}.png",
+    "folds": "folds/{collection}.json",
+    "fusion": "fusion",
+    "comparison": "comparison.md",
+    "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
+}
+# What `compare` checks and `promote` copies: the published part of a run.
+PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
+PUBLISHED_FILES = ("report.html", "README.md")  # the report and the seed index, where made: promoted, never compared
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths of one run folder. `pattern` keeps wildcards for Snakemake; `path` fills them."""
+
+    run_dir: str
+
+    def pattern(self, name: str, /, **fixed: object) -> str:
+        """The pattern under the run folder, with some fields filled (the rest stay `{wildcards}`)."""
+        text = f"{self.run_dir}/{PATTERNS[name]}"
+        for key, value in fixed.items():
+            text = text.replace("{" + key + "}", str(value))
+        return text
+
+    def path(self, name: str, /, **values: object) -> str:
+        return f"{self.run_dir}/{PATTERNS[name]}".format(**values)
