@@ -34,9 +34,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# then the run's wall clock (runs/default/numbers/run.json), the Radboud and NTNU parts' own (the union of
-# their jobs' spans: *_time.json), the resources table again with that wall clock, and the HTML report
-# of every table and figure (runs/default/report.html). A run stopped and resumed (`make run` again) is
+# then the run's wall clock (runs/default/numbers/run.json), the part of each paper that has one (the
+# registry's, `python -m reranker.experiments parts`: the union of its jobs' spans, <name>_time.json), the
+# resources table again with that wall clock, and the HTML report of every table and figure
+# (runs/default/report.html). A run stopped and resumed (`make run` again) is
 # one run made in stretches: each stretch's Snakemake log is kept in runs/default/logs/ and the wall clock
 # adds the stretches up, pauses left out.
 RUN_LOGS = $(RUN_DIR)/logs
@@ -46,10 +47,11 @@ run: setup
 	find .snakemake/log -name '*.snakemake.log' -newer $(RUN_LOGS)/.stretch -exec cp -p {} $(RUN_LOGS)/ \; ; exit $$status
 	logs="$$(printf -- '--log %s ' $(RUN_LOGS)/*.snakemake.log)" && \
 	$(BIN)/python -m reranker tables wallclock $$logs --out $(RUN_DIR)/numbers/run.json --command "make run" && \
-	$(BIN)/python -m reranker tables wallclock $$logs --part 'radboud|segment_documents' \
-		--out $(RUN_DIR)/numbers/radboud_time.json --command "make run" && \
-	$(BIN)/python -m reranker tables wallclock $$logs --part 'ntnu' --out $(RUN_DIR)/numbers/ntnu_time.json --command "make run"
+	$(BIN)/python -m reranker.experiments parts | while read -r name part; do \
+		$(BIN)/python -m reranker tables wallclock $$logs --part "$$part" \
+			--out $(RUN_DIR)/numbers/$${name}_time.json --command "make run" || exit 1; done
 	$(BIN)/python -m reranker tables resources --run-dir $(RUN_DIR) --wall-clock $(RUN_DIR)/numbers/run.json \
+		--checkpoint-groups $$($(BIN)/python -m reranker.experiments prefixes) \
 		--formats md csv html --out $(RUN_DIR)/tables/resources --numbers $(RUN_DIR)/numbers/resources.json --command "make run"
 	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html
 

@@ -7,6 +7,7 @@
 # --promote` makes it the new reference (`reference`, e.g. results/).
 from snakemake.utils import min_version
 
+from reranker import experiments
 from reranker.collections import load_collection
 from reranker.config import resolve, write_resolved
 from reranker.workflow import Experiment
@@ -19,8 +20,9 @@ configfile: "workflow/config/checkpoints.yaml"
 configfile: "workflow/config/config.yaml"
 
 
+experiments.load(config.get("plugins") or ())  # the papers' plugins first: they add checkpoints and checks
 CFG = resolve(config)  # schema defaults under the merged files, validated, ${VAR} expanded
-EXP = Experiment(CFG)
+EXP = Experiment(CFG)  # with EXP.plugins, the papers this configuration asks for
 RUN = CFG["run_dir"]
 CLI_FILES = [str(f) for f in workflow.overwrite_configfiles or []]  # --configfile and profiles, merged last
 CONFIG_FILE = str(
@@ -43,8 +45,13 @@ include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/neural.smk"
-include: "workflow/rules/radboud.smk"
-include: "workflow/rules/ntnu.smk"
+
+
+for plugin in EXP.plugins.values():  # each paper's own rules (reranker/experiments registers them)
+
+    include: plugin.rules
+
+
 include: "workflow/rules/tables.smk"
 
 

@@ -13,7 +13,7 @@ import copy
 import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,50 +166,9 @@ def _check_references(config: Mapping) -> None:
                  for where, c in named if c not in collections]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
-    radboud = config["radboud"]
-    if radboud["collection"]:
-        if radboud["collection"] not in collections:
-            problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
-        used += [("radboud/base", radboud["base"])]
-        known = list(dict.fromkeys(config["measures"] + collections.get(radboud["collection"], {}).get("measures", [])))
-        problems += [f"  radboud/measures: {m!r} is not among the measures of {radboud['collection']} ({', '.join(known)})"
-                     for m in radboud["measures"] if m not in known]
-        problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
-                     for name, spec in radboud["variants"].items()
-                     if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
-        problems += [f"  radboud/variants/{name}/tables: unknown table {table!r} (radboud/tables: "
-                     f"{', '.join(radboud['tables'])})"
-                     for name, spec in radboud["variants"].items() for table in spec["tables"]
-                     if table not in radboud["tables"]]
-    ntnu = config["ntnu"]
-    if ntnu["collection"]:
-        for key in ("collection", "train_collection"):
-            if ntnu[key] not in collections:
-                problems.append(f"  ntnu/{key}: unknown collection {ntnu[key]!r}")
-        if ntnu["collection"] in collections:
-            known = list(dict.fromkeys(config["measures"] + collections[ntnu["collection"]]["measures"]))
-            problems += [f"  ntnu/measures: {m!r} is not among the measures of {ntnu['collection']} ({', '.join(known)})"
-                         for m in ntnu["measures"] if m not in known]
-        used += [("ntnu/base", ntnu["base"])] if ntnu["base"] else []
-        if ntnu["reference"] not in ntnu["models"]:
-            problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
-        problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
-                     for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
-        for table, spec in ntnu["tables"].items():
-            rows = [name for name, model in ntnu["models"].items() if table in model["tables"]]
-            problems += [f"  ntnu/tables/{table}/distilled: {row!r} is not a row of {table} ({', '.join(rows)})"
-                         for row in spec["distilled"] if row not in rows]
-            problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
-                         f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
-                         if model not in ntnu["models"]]
-        problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
-                     f"{', '.join(ntnu['training_presets']) or 'none'})"
-                     for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
-        teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
-        cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
-        problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
-                     for name, spec in ntnu["models"].items()
-                     if not spec["tables"] and name not in cells and ntnu_checkpoint(name) not in teachers]
+    for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other
+        more_problems, more_used = check(config)
+        problems, used = problems + more_problems, used + more_used
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
     used += [(f"checkpoints/{name}/training/teacher", entry["training"]["teacher"]) for name, entry in checkpoints.items()
              if (entry.get("training") or {}).get("teacher")]
@@ -220,52 +179,12 @@ def _check_references(config: Mapping) -> None:
         raise ConfigError("configuration names what no registry holds:\n" + "\n".join(problems))
 
 
-def radboud_checkpoint(variant: str, point: int, fold: str) -> str:
-    """The name of a Radboud reranker: variant, grid point (1-based) and fold."""
-    return f"radboud-{variant}-g{point}-f{fold}"
-
-
-def pretrained_checkpoint(name: str) -> str:
-    return f"radboud-pretrain-{name}"
-
-
-def _radboud_checkpoints(config: Mapping) -> dict:
-    """The checkpoints the Radboud section implies: each pre-training, and each variant x grid point x fold."""
-    section = config.get("radboud") or {}
-    collection = section.get("collection")
-    if not collection:
-        return {}
-    entries = {}
-    for name, spec in section.get("pretraining", {}).items():
-        entries[pretrained_checkpoint(name)] = {
-            "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
-            "mix": False, "threads": section["threads"], "training": merge(section.get("training", {}), spec["training"])}
-    for name, spec in section.get("variants", {}).items():
-        base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
-        for point, values in enumerate(section["grid"], start=1):
-            for fold in section["folds"]:
-                training = merge(merge(section.get("training", {}), values), spec.get("training", {}))
-                entries[radboud_checkpoint(name, point, fold)] = {
-                    "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
-                    "train_fold": fold, "threads": section["threads"], "training": training}
-    return entries
-
-
-def ntnu_checkpoint(model: str) -> str:
-    return f"ntnu-{model}"
-
-
-def _ntnu_checkpoints(config: Mapping) -> dict:
-    """The checkpoints the NTNU section implies: one per model, trained on the training collection."""
-    section = config.get("ntnu") or {}
-    if not section.get("collection"):
-        return {}
-    return {ntnu_checkpoint(name): {
-        "source": "finetune", "label": spec["label"], "base": spec.get("base") or section["base"],
-        "train_on": [section["train_collection"]], "mix": False, "threads": section["threads"],
-        "training": merge(merge(section.get("training", {}), section.get("training_presets", {}).get(spec.get("preset"), {})),
-                          spec.get("training", {}))}
-        for name, spec in section.get("models", {}).items()}
+# Checkpoints a paper's section implies (one per fold, per row): section name -> entries. Filled by the
+# plugins as they register (reranker.experiments), which the workflow imports before it resolves; a
+# stage reads a resolved file, which holds them already, and never imports a plugin.
+CHECKPOINT_GENERATORS: dict[str, Callable[[Mapping], dict]] = {}
+# A paper's cross-checks, registered the same way: (problems, [(where, checkpoint name used)]).
+CROSS_CHECKS: dict[str, Callable[[Mapping], tuple[list[str], list[tuple[str, str]]]]] = {}
 
 
 # Named rows an overlay may drop from the layers below it by naming them with `null` (deep merges can add
@@ -286,10 +205,11 @@ def _drop_null_rows(config: dict) -> dict:
 
 
 def resolve(config: Mapping, expand: bool = True) -> dict:
-    """Schema defaults under `config`, rows named null dropped, registry entries filled, the Radboud and NTNU
-    checkpoints added, validated, `${VAR}` expanded."""
+    """Schema defaults under `config`, rows named null dropped, registry entries filled, the checkpoints the
+    registered plugins generate added, validated, `${VAR}` expanded."""
     resolved = _fill_entries(_drop_null_rows(merge(defaults(), config)))
-    resolved["checkpoints"] = {**resolved["checkpoints"], **_radboud_checkpoints(resolved), **_ntnu_checkpoints(resolved)}
+    for generate in CHECKPOINT_GENERATORS.values():
+        resolved["checkpoints"] = {**resolved["checkpoints"], **generate(resolved)}
     validate(resolved)
     return expand_vars(resolved) if expand else resolved
 

@@ -740,23 +740,21 @@ STAGE_ORDER = ("export", "folds", "index", "retrieve", "evaluate", "segment", "t
                "aggregate", "speed", "tables", "figures", "compare")
 RESOURCE_COLUMNS = ("jobs", "time (s)", "CPU time (s)", "max RSS (MiB)")
 RESOURCE_EXTRAS = ("pairs/s", "GPU", "GPU peak (MiB)", "GPU energy (J)")
-GENERATED_CHECKPOINTS = ("radboud-", "ntnu-")  # one per fold or table row: a row per experiment
-
-
-def resource_subject(stage: str, name: str) -> str:
-    """The table's second key: the collection for per-collection stages, the checkpoint for train."""
+def resource_subject(stage: str, name: str, groups: Sequence[str] = ()) -> str:
+    """The table's second key: the collection for per-collection stages, the checkpoint for train, one row
+    for the checkpoints a paper generates per fold or row (`groups`: their prefixes, e.g. "radboud-")."""
     if stage in ("tables", "figures", "compare"):
         return "all"
     if stage == "train":
-        return next((f"{prefix}*" for prefix in GENERATED_CHECKPOINTS if name.startswith(prefix)), name)
+        return next((f"{prefix}*" for prefix in groups if name.startswith(prefix)), name)
     return name.split(".")[0]
 
 
-def resource_metas(work_dir: str | os.PathLike) -> dict[Path, tuple[str, str, dict]]:
+def resource_metas(work_dir: str | os.PathLike, groups: Sequence[str] = ()) -> dict[Path, tuple[str, str, dict]]:
     """Path -> (stage, subject, meta) of every checkpoint and score run under a run's work folder; score
     parts count once, through their gathered meta."""
     work = Path(work_dir)
-    found = {path: ("train", resource_subject("train", path.parent.name), json.loads(path.read_text()))
+    found = {path: ("train", resource_subject("train", path.parent.name, groups), json.loads(path.read_text()))
              for path in sorted(work.glob("checkpoints/*/reranker.json"))}
     for path in sorted(work.glob("scores/*/**/*.meta.json")):
         meta = json.loads(path.read_text())
@@ -766,15 +764,15 @@ def resource_metas(work_dir: str | os.PathLike) -> dict[Path, tuple[str, str, di
 
 
 def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], machine: Mapping[str, Any],
-                    caption: str, wall_clock: float | None = None) -> Table:
+                    caption: str, wall_clock: float | None = None, groups: Sequence[str] = ()) -> Table:
     """Stage x collection: jobs, time, CPU time and peak memory from Snakemake's benchmarks; pairs/s and
     the GPU's name, peak memory and energy from the stages' metas; a sum row; notes on the wall clock."""
     from reranker.formats.benchmarks import busy_seconds
     from reranker.hardware import combine_usage
 
-    groups: dict[tuple[str, str], list] = {}
+    by_stage: dict[tuple[str, str], list] = {}
     for job in jobs:
-        groups.setdefault((job.stage, resource_subject(job.stage, job.name)), []).append(job)
+        by_stage.setdefault((job.stage, resource_subject(job.stage, job.name, groups)), []).append(job)
     order = lambda key: (STAGE_ORDER.index(key[0]) if key[0] in STAGE_ORDER else len(STAGE_ORDER), key)  # noqa: E731
     integer = lambda column, value: f"{value:,.0f}" if column != "time (s)" or value >= 10 else f"{value:.1f}"  # noqa: E731
     table = Table(caption, ["resources"], list(RESOURCE_COLUMNS), row_header="Stage · collection", bold_best=False,
@@ -801,8 +799,8 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
         table.add_value(row, "GPU peak (MiB)", usage["gpu_peak_memory_mib"] if usage else "–")
         table.add_value(row, "GPU energy (J)", usage["gpu_energy_joules"] if usage else "–")
 
-    for key in sorted(groups, key=order):
-        add_row(f"{key[0]} · {key[1]}", groups[key], by_key.get(key, []))
+    for key in sorted(by_stage, key=order):
+        add_row(f"{key[0]} · {key[1]}", by_stage[key], by_key.get(key, []))
     add_row("sum", list(jobs), [meta for _, _, meta in metas], rate=False)  # pairs of train and score do not add
     table.extra_formats.update({"pairs/s": ",.1f", "GPU peak (MiB)": ",.0f", "GPU energy (J)": ",.0f"})
     busy = busy_seconds(list(jobs))
@@ -828,6 +826,8 @@ def main_resources(argv: list[str]) -> int:
     parser.add_argument("--run-dir", required=True, help="the run folder: its benchmarks/ and work/ are read")
     parser.add_argument("--wall-clock", help="numbers/run.json of the finished run (`tables wallclock`): compared with the jobs' time")
     parser.add_argument("--caption", default="What every stage cost")
+    parser.add_argument("--checkpoint-groups", nargs="*", default=[], metavar="PREFIX",
+                        help="one row for all train jobs of checkpoints named PREFIX... (a paper's per-fold ones)")
     parser.add_argument("--out", required=True, help="output path without suffix")
     parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
     parser.add_argument("--numbers", help="also store every number with its provenance (JSON)")
@@ -841,8 +841,8 @@ def main_resources(argv: list[str]) -> int:
     if not jobs:
         raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
     wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
-    metas = resource_metas(run_dir / "work")
-    table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock)
+    metas = resource_metas(run_dir / "work", args.checkpoint_groups)
+    table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock, args.checkpoint_groups)
     written = table.write(args.out, args.formats)
     if args.numbers:
         columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)

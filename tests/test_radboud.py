@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from reranker import objectives, pretraining
-from reranker.config import load_config, radboud_checkpoint
+from reranker.config import load_config
+from reranker.experiments.radboud import radboud_checkpoint
 from reranker.formats.errors import FormatError
 from reranker.train import DEFAULT_TRAINING, Examples, candidate_pool, fold_training_queries, objective_for
 from reranker.workflow import Experiment
@@ -120,8 +121,8 @@ def test_radboud_section_expands_into_per_fold_checkpoints():
     assert entry["training"]["objective"] == "regression" and entry["training"]["enrich"] == "none"
     assert config["checkpoints"][radboud_checkpoint("mlm", 1, "1")]["base"] == "radboud-pretrain-mlm"
     experiment = Experiment(config)
-    assert experiment.radboud_baseline_row("radboud_2_1") == "BERT baseline"
-    assert [r for _, v, r in experiment.radboud_rows("radboud_3_2") if v == "multi-label"][0] == "argmax"
+    assert experiment.plugins["radboud"].baseline_row("radboud_2_1") == "BERT baseline"
+    assert [r for _, v, r in experiment.plugins["radboud"].rows("radboud_3_2") if v == "multi-label"][0] == "argmax"
     # Its many small jobs run with the section's threads each; Birch's keep the global setting.
     assert experiment.job_threads(radboud_checkpoint("baseline", 1, "2")) == section["threads"]
     assert experiment.job_threads("radboud-pretrain-mlm") == section["threads"]

@@ -28,7 +28,7 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
              "birch": {"first_stage": "bm25_rm3_20", "aggregation": ["firstp", "maxp", "top2p"]}}
     config = cfg.load_config(overrides=layer)
     experiment = Experiment(config)
-    labels = [label for label, _, _ in experiment.birch_rows()]
+    labels = [label for label, _, _ in experiment.plugins["birch"].rows()]
     assert labels[0] == "BM25+RM3 (20 terms)" and "Top2P over sentences, BERT(SciFact)" in labels
     assert "BM25+RM3 (20 terms):cranfield:" in experiment.baseline_specs()
     assert re.fullmatch(registry.wildcard_pattern(registry.FIRST_STAGES), "bm25_rm3_20")

@@ -97,26 +97,26 @@ def test_rows_and_lineage_of_the_quick_profile():
     experiment = Experiment(load_config(profile_files("quick")))
     assert experiment.training_chain("scifact-cranfield") == ["beir/scifact/train", "cranfield"]
     assert experiment.hub_model("scifact-cranfield") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
-    cells = experiment.birch_cells()
+    cells = experiment.plugins["birch"].cells()
     # Cross-domain: the Cranfield-trained checkpoint has no Cranfield row.
     assert ("cranfield", "BERT(SciFact→Cranfield) 1S", "birch.scifact-cranfield.1S") not in cells
     assert ("vaswani", "BERT(SciFact→Cranfield) 1S", "birch.scifact-cranfield.1S") in cells
-    assert experiment.table_finetuned == ["scifact", "scifact-cranfield"]
-    caption = experiment.birch_caption()
+    assert experiment.plugins["birch"].table_finetuned == ["scifact", "scifact-cranfield"]
+    caption = experiment.plugins["birch"].caption()
     assert "paraphrase-MiniLM-L3-v2" in caption and "top 5 documents" in caption  # the config actually used
     assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
 
 
 def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_their_models():
     experiment = Experiment(load_config())
-    size = experiment.ntnu_caption("ntnu_5_5")
+    size = experiment.plugins["ntnu"].caption("ntnu_5_5")
     small = size.split("unless the row says.", 1)[1]
     # The reference's own settings are in the caption once; the small rows' steps and pick follow it.
     assert "MiniLM-L6, first 2 layers; MiniLM-L6, first layer; paraphrase-MiniLM-L3:" in small
     assert "at most 12800 pairs, the best step on held-out loss kept" in small and "first 4 layers" not in small
-    assert "distilled" in experiment.ntnu_caption("ntnu_5_6").split("unless the row says.", 1)[1]
-    assert experiment.ntnu_training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
-    metas = experiment.ntnu_table_metas("ntnu_5_6")
+    assert "distilled" in experiment.plugins["ntnu"].caption("ntnu_5_6").split("unless the row says.", 1)[1]
+    assert experiment.plugins["ntnu"].training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
+    metas = experiment.plugins["ntnu"].table_metas("ntnu_5_6")
     assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-6", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
                                                  "ntnu-distilled-layers-4", "ntnu-distilled-layers-2",
                                                  "ntnu-distilled-layers-1"]
@@ -134,35 +134,35 @@ def test_paths_are_defined_once():
 def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     config = load_config(profile_files("quick"))
     experiment, section = Experiment(config), config["ntnu"]
-    assert experiment.ntnu_depth == max(section["candidate_sweep"] + [section["candidates"]])
-    rows = experiment.ntnu_rows("ntnu_5_1")
+    assert experiment.plugins["ntnu"].depth == max(section["candidate_sweep"] + [section["candidates"]])
+    rows = experiment.plugins["ntnu"].rows("ntnu_5_1")
     assert [(m, a) for _, m, a in rows] == [("bert", a) for a in section["aggregations"]]
-    assert all(a == section["aggregation"] for _, _, a in experiment.ntnu_rows("ntnu_5_2"))
-    specs = experiment.ntnu_specs("ntnu_5_5")
-    assert specs[0].split(":")[1] == "BM25" and len(specs) == 1 + len(experiment.ntnu_rows("ntnu_5_5"))
-    values = experiment.ntnu_values("ntnu_5_5")
+    assert all(a == section["aggregation"] for _, _, a in experiment.plugins["ntnu"].rows("ntnu_5_2"))
+    specs = experiment.plugins["ntnu"].specs("ntnu_5_5")
+    assert specs[0].split(":")[1] == "BM25" and len(specs) == 1 + len(experiment.plugins["ntnu"].rows("ntnu_5_5"))
+    values = experiment.plugins["ntnu"].values("ntnu_5_5")
     # Queries/min for every row, the first stage's included; the shape and size for the models alone.
     assert sum(":Queries/min:" in v for v in values) == len(specs)
     assert sum(":Parameters:" in v for v in values) == len(specs) - 1
-    stages = experiment.ntnu_speed_stages("layers-4")
+    stages = experiment.plugins["ntnu"].speed_stages("layers-4")
     assert list(stages) == ["retrieve", "segment", "score"] and "ntnu-layers-4" in stages["score"]
-    assert list(experiment.ntnu_speed_stages(section["first_stage"])) == ["retrieve"]
-    assert experiment.ntnu_summary("ntnu_5_4").count("|") == len(experiment.ntnu_rows("ntnu_5_4")) - 1
+    assert list(experiment.plugins["ntnu"].speed_stages(section["first_stage"])) == ["retrieve"]
+    assert experiment.plugins["ntnu"].summary("ntnu_5_4").count("|") == len(experiment.plugins["ntnu"].rows("ntnu_5_4")) - 1
     # Table 5.6: "Train" and "Distilled" groups, each with the first stage (its baseline); a size's two cells share a row.
-    cells = experiment.ntnu_table_cells("ntnu_5_6")
+    cells = experiment.plugins["ntnu"].table_cells("ntnu_5_6")
     assert [g for g, _, _ in cells].count("Distilled") == 1 + len(section["tables"]["ntnu_5_6"]["distilled"])
     assert {(g, label) for g, label, run in cells if run == section["first_stage"]} == {("Train", "BM25"), ("Distilled", "BM25")}
     distilled = {label: run for g, label, run in cells if g == "Distilled"}
-    assert distilled["MiniLM-L6, first 4 layers"] == experiment.ntnu_run("distilled-layers-4", section["aggregation"])
-    assert experiment.ntnu_eval(distilled["MiniLM-L6, first 4 layers"]) in experiment.ntnu_table_inputs("ntnu_5_6")
+    assert distilled["MiniLM-L6, first 4 layers"] == experiment.plugins["ntnu"].run("distilled-layers-4", section["aggregation"])
+    assert experiment.plugins["ntnu"].eval(distilled["MiniLM-L6, first 4 layers"]) in experiment.plugins["ntnu"].table_inputs("ntnu_5_6")
     # The distilled students learn from the 6-epoch teacher, whose checkpoint their training waits for.
     assert experiment.checkpoint_files("ntnu-epochs-6")[0] in experiment.training_inputs("ntnu-distilled-layers-4")
     # The rows the profile names null are gone, from the section and from the checkpoints alike.
     assert "seed-3" not in section["models"] and "ntnu-seed-3" not in config["checkpoints"]
     assert "layers-2" not in section["tables"]["ntnu_5_6"]["distilled"] and "layers-4" in section["tables"]["ntnu_5_6"]["distilled"]
     assert "regression-identity" not in config["radboud"]["variants"] and "regression-exponential" in config["radboud"]["variants"]
-    assert experiment.ntnu_figure_args("ntnu_5_4").endswith("--what validation")
-    sweep = experiment.ntnu_sweep_specs()
+    assert experiment.plugins["ntnu"].figure_args("ntnu_5_4").endswith("--what validation")
+    sweep = experiment.plugins["ntnu"].sweep_specs()
     assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))
 
 

@@ -2,15 +2,13 @@
 # aggregated per document (Max, Mean), with fine-tuning choices, model size and distillation as rows.
 #   snakemake --cores all ntnu
 
-NTNU_TABLES = []  # compared with the reference with the others (tables.smk), figures built with them
+#   plugin: reranker/experiments/ntnu.py (rows, captions, checkpoints); included when it is active
 
-if EXP.ntnu:
+if "ntnu" in EXP.plugins:
+    NTNU = EXP.plugins["ntnu"]
     NT = CFG["ntnu"]
-    NT_SLUG = EXP.ntnu_slug
+    NT_SLUG = NTNU.slug
     NT_FIRST = NT["first_stage"]
-    NT_FIGURES = [PATH("figure", figure=t) for t, spec in NT["tables"].items() if spec["figure"] != "none"]
-    NT_FIGURES += [PATH("figure", figure="ntnu_candidates")] if NT["sweep_figure"] else []
-    NTNU_TABLES = [PATH("table", table=t) for t in NT["tables"]] + NT_FIGURES
 
     wildcard_constraints:
         ntnu_model=wildcard_pattern(NT["models"]),
@@ -20,7 +18,7 @@ if EXP.ntnu:
     rule ntnu:
         """Every table and figure of the NTNU thesis."""
         input:
-            NTNU_TABLES,
+            NTNU.outputs(),
 
     rule segment_ntnu:
         """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
@@ -29,7 +27,7 @@ if EXP.ntnu:
             run=P("trec_run", run=NT_FIRST),
             topics=P("topics"),
         output:
-            P("ntnu_segments", first_stage=NT_FIRST, k=EXP.ntnu_depth),
+            P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
         log:
             P("log", stage="segment", name="{collection}.ntnu-passages"),
         benchmark:
@@ -38,8 +36,8 @@ if EXP.ntnu:
             ENV
         params:
             config=CONFIG_FILE,
-            settings=settings("segment", section="ntnu", candidates=EXP.ntnu_depth),
-            candidates=EXP.ntnu_depth,
+            settings=settings("segment", section="ntnu", candidates=NTNU.depth),
+            candidates=NTNU.depth,
         shell:
             "python -m reranker segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
             " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
@@ -48,7 +46,7 @@ if EXP.ntnu:
         """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
         input:
             checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-            segments=P("ntnu_segments", first_stage=NT_FIRST, k=EXP.ntnu_depth),
+            segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
             run=P("trec_run", run=NT_FIRST),
             topics=P("topics"),
             qrels=P("qrels"),
@@ -97,7 +95,7 @@ if EXP.ntnu:
         input:
             run=P("trec_run", run=NT_FIRST),
             scores=lambda w: PATH(
-                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=EXP.ntnu_depth, checkpoint=f"ntnu-{w.ntnu_model}"
+                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NTNU.depth, checkpoint=f"ntnu-{w.ntnu_model}"
             ),
         output:
             P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
@@ -114,7 +112,7 @@ if EXP.ntnu:
     rule ntnu_speed:
         """Queries per minute: the first stage alone, or with passage splitting and one model's scoring."""
         input:
-            unpack(lambda w: EXP.ntnu_speed_stages(w.system)),
+            unpack(lambda w: NTNU.speed_stages(w.system)),
             topics=P("topics"),
         output:
             P("ntnu_speed"),
@@ -135,8 +133,8 @@ if EXP.ntnu:
             name:
                 f"ntnu_table_{nt_table}"
             input:
-                EXP.ntnu_table_inputs(nt_table),
-                metas=EXP.ntnu_table_metas(nt_table),
+                NTNU.table_inputs(nt_table),
+                metas=NTNU.table_metas(nt_table),
                 sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=nt_table),
@@ -151,15 +149,15 @@ if EXP.ntnu:
             conda:
                 ENV
             params:
-                specs=" ".join(shlex.quote(s) for s in EXP.ntnu_specs(nt_table)),
-                values=" ".join(f"--value {shlex.quote(s)}" for s in EXP.ntnu_values(nt_table)),
-                formats=" ".join(f"--value-format {shlex.quote(s)}" for s in EXP.ntnu_value_formats(nt_table)),
-                machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in EXP.ntnu_machine_columns(nt_table)),
-                summary=(f"--summary-row {shlex.quote(EXP.ntnu_summary(nt_table))}" if EXP.ntnu_summary(nt_table) else ""),
+                specs=" ".join(shlex.quote(s) for s in NTNU.specs(nt_table)),
+                values=" ".join(f"--value {shlex.quote(s)}" for s in NTNU.values(nt_table)),
+                formats=" ".join(f"--value-format {shlex.quote(s)}" for s in NTNU.value_formats(nt_table)),
+                machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
+                summary=(f"--summary-row {shlex.quote(NTNU.summary(nt_table))}" if NTNU.summary(nt_table) else ""),
                 significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[NT_FIRST].label,
                 measures=" ".join(NT["measures"]),
-                caption=EXP.ntnu_caption(nt_table),
+                caption=NTNU.caption(nt_table),
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " ntnu",
             shell:
@@ -175,7 +173,7 @@ if EXP.ntnu:
                 name:
                     f"ntnu_figure_{nt_table}"
                 input:
-                    EXP.ntnu_figure_inputs(nt_table),
+                    NTNU.figure_inputs(nt_table),
                 output:
                     figure_report(PATH("figure", figure=nt_table), "NTNU"),
                 log:
@@ -185,8 +183,8 @@ if EXP.ntnu:
                 conda:
                     ENV
                 params:
-                    args=EXP.ntnu_figure_args(nt_table),
-                    figure_caption=EXP.ntnu_caption(nt_table),
+                    args=NTNU.figure_args(nt_table),
+                    figure_caption=NTNU.caption(nt_table),
                     command=CFG["run_command"] + " ntnu",
                 shell:
                     "python -m reranker tables figure {params.args} --out {output} > {log}"
@@ -196,7 +194,7 @@ if EXP.ntnu:
         rule ntnu_candidates_figure:
             """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
             input:
-                EXP.ntnu_sweep_evals(),
+                NTNU.sweep_evals(),
             output:
                 figure=figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
                 numbers=PATH("figure", figure="ntnu_candidates").removesuffix(".png") + ".json",  # its points, for the index
@@ -208,7 +206,7 @@ if EXP.ntnu:
                 ENV
             params:
                 figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
-                specs=" ".join(f"--eval {shlex.quote(s)}" for s in EXP.ntnu_sweep_specs()),
+                specs=" ".join(f"--eval {shlex.quote(s)}" for s in NTNU.sweep_specs()),
                 measures=" ".join(NT["measures"]),
             shell:
                 "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R"

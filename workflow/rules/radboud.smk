@@ -2,13 +2,13 @@
 # trained per fold, with training strategies as rows (enrich, MLM/NSP transfer, label heads, regression).
 #   snakemake --cores all radboud
 
-RADBOUD_TABLES = []  # compared with the reference with the others (tables.smk)
+#   plugin: reranker/experiments/radboud.py (rows, captions, checkpoints); included when it is active
 
-if EXP.radboud:
+if "radboud" in EXP.plugins:
+    RADBOUD = EXP.plugins["radboud"]
     RB = CFG["radboud"]
-    RB_SLUG = EXP.radboud_slug
-    RB_TABLES = EXP.radboud_ranking_tables() + EXP.radboud_pretraining_tables()
-    RADBOUD_TABLES = [PATH("table", table=t) for t in RB_TABLES]
+    RB_SLUG = RADBOUD.slug
+    RB_TABLES = RADBOUD.tables()
 
     wildcard_constraints:
         variant=wildcard_pattern(RB["variants"]),
@@ -18,7 +18,7 @@ if EXP.radboud:
     rule radboud:
         """Every table of the Radboud thesis."""
         input:
-            RADBOUD_TABLES,
+            RADBOUD.outputs(),
 
     rule segment_documents:
         """The first stage's top candidates as whole documents (title + text), one unit each."""
@@ -74,7 +74,7 @@ if EXP.radboud:
     rule join_fold_scores:
         """The folds' test queries are disjoint: their scores joined make one file per reranker."""
         input:
-            lambda w: EXP.radboud_fold_scores(w.variant, int(w.point), w.ranking),
+            lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking),
         output:
             P("radboud_joined"),
         log:
@@ -100,14 +100,14 @@ if EXP.radboud:
         shell:
             "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores}" " --out {output} 2> {log}"
 
-    for rb_table in EXP.radboud_ranking_tables():
+    for rb_table in RADBOUD.ranking_tables():
 
         rule:
             name:
                 f"radboud_table_{rb_table}"
             input:
-                evals=EXP.radboud_evals(rb_table),
-                checkpoints=[meta for _, meta in EXP.radboud_checkpoint_metas(rb_table)],
+                evals=RADBOUD.evals(rb_table),
+                checkpoints=[meta for _, meta in RADBOUD.checkpoint_metas(rb_table)],
                 sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=rb_table),
@@ -122,13 +122,13 @@ if EXP.radboud:
             conda:
                 ENV
             params:
-                specs=EXP.radboud_specs(rb_table),
+                specs=RADBOUD.specs(rb_table),
                 significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[RB["first_stage"]].label,
-                second=EXP.radboud_baseline_row(rb_table) or "",
+                second=RADBOUD.baseline_row(rb_table) or "",
                 measures=" ".join(RB["measures"]),
-                caption=EXP.radboud_caption(rb_table),
-                checkpoints=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in EXP.radboud_checkpoint_metas(rb_table)),
+                caption=RADBOUD.caption(rb_table),
+                checkpoints=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in RADBOUD.checkpoint_metas(rb_table)),
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " radboud",
             shell:
@@ -137,13 +137,13 @@ if EXP.radboud:
                 " --caption {params.caption:q} --formats md csv tex html --checkpoints {params.checkpoints} --sources {input.sources}"
                 " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
-    for rb_table in EXP.radboud_pretraining_tables():
+    for rb_table in RADBOUD.pretraining_tables():
 
         rule:
             name:
                 f"radboud_table_{rb_table}"
             input:
-                metas=[meta for _, meta in EXP.radboud_pretrainings(rb_table)],
+                metas=[meta for _, meta in RADBOUD.pretrainings(rb_table)],
                 sources=SOURCE_NUMBERS,
             output:
                 md=PATH("table", table=rb_table),
@@ -158,7 +158,7 @@ if EXP.radboud:
             conda:
                 ENV
             params:
-                specs=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in EXP.radboud_pretrainings(rb_table)),
+                specs=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in RADBOUD.pretrainings(rb_table)),
                 caption=RB["tables"][rb_table],
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " radboud",

@@ -1,6 +1,8 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
 
-TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")] + RADBOUD_TABLES + NTNU_TABLES
+# Ours, then each paper's own (reranker/experiments: the registry of the papers this configuration asks for).
+TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")]
+TABLES += [output for plugin in EXP.plugins.values() for output in plugin.outputs()]
 STATS_NOTE = (
     "Judged queries have at least one qrels line; relevant = grade >= the collection relevant_min_grade"
     " (default 1); doc length counts title + text words."
@@ -67,62 +69,6 @@ rule dataset_stats_table:
         " --command {params.command:q} > {log}"
 
 
-if EXP.target_slugs:
-    TABLES.append(PATH("table", table="birch_main"))
-    CURVES = [PATH("figure", figure=f"checkpoint_{c}_loss") for c in EXP.table_finetuned]
-
-    rule birch_main_table:
-        """Birch's main table: first stage, fused rows per checkpoint, aggregation rows; notes and curves."""
-        input:
-            evals=[PATH("eval", collection=s, run=run) for s, _, run in EXP.birch_cells()],
-            meta=EXP.score_metas(),
-            folds=[PATH("work_folds", collection=s) for s in EXP.target_slugs],
-            checkpoints=[PATH("checkpoint_meta", checkpoint=c) for c in EXP.table_finetuned],
-            sources=SOURCE_NUMBERS,
-        output:
-            md=PATH("table", table="birch_main"),
-            csv=PATH("table_stem", table="birch_main") + ".csv",
-            html=table_report(PATH("table_stem", table="birch_main") + ".html", "Birch"),
-            tex=PATH("table_stem", table="birch_main") + ".tex",
-            figure=figure_report(PATH("figure", figure="birch_main_per_query_ap"), "Birch"),
-            numbers=PATH("numbers", table="birch_main"),
-            folds=[PATH("folds", collection=s) for s in EXP.target_slugs],
-            curves=[figure_report(curve, "Birch") for curve in CURVES],
-            fusion=directory(PATH("fusion")),  # the chosen a, w per fold, copied beside the table
-        log:
-            PATH("log", stage="tables", name="birch_main"),
-        benchmark:
-            PATH("benchmark", stage="tables", name="birch_main")
-        conda:
-            ENV
-        params:
-            specs=EXP.birch_specs(),
-            significance=SIGNIFICANCE,
-            baseline=FIRST_STAGES[FIRST].label,
-            caption=EXP.birch_caption(),
-            figure_caption=(
-                f"Per-query AP differences of the best fused rows against {FIRST_STAGES[FIRST].label}; and each fine-tuned"
-                " checkpoint's held-out loss against the label prior (checkpoint_*_loss.png)."
-            ),
-            measures=" ".join(CFG["measures"]),
-            out=lambda w, output: output.md[: -len(".md")],
-            command=CFG["run_command"],
-            fusion_work=PATH("fusion_dir"),
-            checkpoints=EXP.checkpoint_specs(),
-            copy_curves=" && ".join(
-                f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(EXP.table_finetuned, CURVES)
-            )
-            or "true",
-            folds_dir=lambda w, output: os.path.dirname(output.folds[0]),
-        shell:
-            "mkdir -p {params.folds_dir} {output.fusion} && cp {input.folds} {params.folds_dir}/"
-            " && cp -r {params.fusion_work}/. {output.fusion}/ && {params.copy_curves}"
-            " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
-            " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
-            " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints} --sources {input.sources}"
-            " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
-
-
 rule compare:
     """Every number of this run against the stored reference, within the configured tolerances."""
     input:
@@ -161,10 +107,11 @@ rule resources_table:
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.md)),  # tables/resources.md's run folder
         caption="What every stage cost",
+        groups=" ".join(p.checkpoint_prefix for p in EXP.plugins.values() if p.checkpoint_prefix),
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
     shell:
-        "python -m reranker tables resources --run-dir {params.run_dir} --caption {params.caption:q}"
+        "python -m reranker tables resources --run-dir {params.run_dir} --caption {params.caption:q} --checkpoint-groups {params.groups}"
         " --formats md csv html --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
 

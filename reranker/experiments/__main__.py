@@ -1,0 +1,5 @@
+import sys
+
+from reranker.experiments import main
+
+sys.exit(main())

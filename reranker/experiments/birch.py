@@ -1,0 +1,110 @@
+"""Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): sentence evidence fused with the first stage.
+
+The main table: the first stage, each checkpoint's 1S-3S fusion rows, and the aggregation rows, on
+every target collection; its notes and loss curves. Its configuration: `birch:`; its rules:
+workflow/rules/neural.smk (segment, train, score, fuse, shared with the other papers) and the main
+table's in workflow/rules/birch.smk.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from reranker.config import slug
+from reranker.experiments import register
+from reranker.experiments.base import Plugin
+from reranker.registry import AGGREGATORS, FIRST_STAGES
+
+
+@register
+class Birch(Plugin):
+    name = "birch"
+    about = "Akkalyoncu Yilmaz et al. (EMNLP 2019): Birch's main table on open collections"
+    rules = "workflow/rules/birch.smk"
+
+    @classmethod
+    def enabled(cls, config: Mapping) -> bool:
+        return bool(config["birch"]["targets"])
+
+    def curves(self) -> list[str]:
+        return [self.layout.path("figure", figure=f"checkpoint_{c}_loss") for c in self.table_finetuned]
+
+    def outputs(self) -> list[str]:
+        return [self.layout.path("table", table="birch_main")]
+
+    def rows(self) -> list[tuple[str, str, str | None]]:
+        """(row label, run name, checkpoint) of the main table, in order."""
+        rows: list[tuple[str, str, str | None]] = [(FIRST_STAGES[self.exp.first_stage].label, self.exp.first_stage, None)]
+        for name in self.section["checkpoints"]:
+            rows += [(f"{self.exp.label(name)} {n}S", f"birch.{name}.{n}S", name) for n in self.section["fusion"]["top_n"]]
+        passage = self.section["passage_checkpoint"]
+        if passage:
+            for unit in self.exp.units:
+                rows += [(f"{AGGREGATORS[m].label} over {unit}, {self.exp.label(passage)}", f"{m}.{passage}.{unit}", passage)
+                         for m in self.section["aggregation"]]
+        if "maxp" in self.section["aggregation"]:  # every other checkpoint's sentence evidence on its own, too
+            rows += [(f"{AGGREGATORS['maxp'].label} over sentences, {self.exp.label(name)}", f"maxp.{name}.sentences", name)
+                     for name in self.section["checkpoints"] if name != passage]
+        return rows
+
+    def cells(self) -> list[tuple[str, str, str]]:
+        """(collection slug, row label, run name) of every cell that exists: no checkpoint on its own training data."""
+        return [(s, label, run) for s in self.exp.target_slugs for label, run, name in self.rows()
+                if name is None or self.exp.applies_to(name, self.exp.slug_to_id[s])]
+
+    @property
+    def table_finetuned(self) -> list[str]:
+        """Fine-tuned checkpoints behind any row of the main table (each gets a note and a loss curve)."""
+        names = self.section["checkpoints"] + ([self.section["passage_checkpoint"]] if self.section["passage_checkpoint"] else [])
+        return self.exp.finetuned(dict.fromkeys(names))
+
+    def score_metas(self) -> list[str]:
+        return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.exp.first_stage, k=self.exp.k,
+                                 unit="sentences")
+                for s in self.exp.target_slugs for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])]
+
+    def specs(self) -> str:
+        return " ".join(shlex.quote(f"{self.exp.slug_to_id[s]}:{label}:{self.layout.path('eval', collection=s, run=run)}")
+                        for s, label, run in self.cells())
+
+    def checkpoint_specs(self) -> str:
+        """LABEL:reranker.json of each fine-tuned checkpoint behind the main table (its note)."""
+        return " ".join(shlex.quote(f"{self.exp.label(c)}:{self.layout.path('checkpoint_meta', checkpoint=c)}")
+                        for c in self.table_finetuned)
+
+    def training_text(self, name: str) -> str:
+        """A checkpoint's training in words: each stage's collections, mixed (+) or in turn (→), and its own settings."""
+        entry = self.exp.checkpoint(name)
+        if entry["source"] != "finetune":
+            return ""
+        before = self.training_text(entry["base"])
+        sources = (" + " if entry.get("mix") else " → ").join(entry["train_on"])
+        own = entry.get("training", {})
+        settings = ", ".join(f"{key.replace('_', ' ')} {value:g}" if isinstance(value, float) else f"{key.replace('_', ' ')} {value}"
+                             for key, value in own.items() if key in ("learning_rate", "max_pairs", "epochs"))
+        return (f"{before} → " if before else "") + sources + (f" ({settings})" if settings else "")
+
+    def caption(self) -> str:
+        fine_tuned = self.exp.finetuned(self.section["checkpoints"])
+        models = "; ".join(f"{self.exp.label(c)} = {self.exp.hub_model(c)} fine-tuned on {self.training_text(c)}" for c in fine_tuned)
+        titled = sorted({cid for c in fine_tuned for cid in self.exp.training_chain(c)
+                         if self.exp.collection(slug(cid)).get("source") == "titles"})
+        parents = ", ".join(self.exp.collection(slug(cid))["of"] for cid in titled)
+        titles_text = (f" {', '.join(titled)}: each document's title as a query of its own body, with BM25 negatives from the "
+                       f"same collection: the documents of {parents}, never their queries or judgments." if titled else "")
+        references = [c for c in self.section["checkpoints"] if self.exp.checkpoint(c).get("head") == "bi_encoder"]
+        training = self.config["training"]
+        reference_text = (f" Reference rows, not Birch's classifier: {', '.join(self.exp.label(c) for c in references)}, "
+                          f"the cosine of the mean-pooled query and sentence vectors as S_i in the same fusion."
+                          if references else "")
+        return (f"Birch on open collections, cross-domain (no checkpoint is trained on the queries or judgments of a "
+                f"collection it is evaluated on). "
+                f"{FIRST_STAGES[self.exp.first_stage].label} top {self.exp.k} documents reranked, the rest kept in order; "
+                f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
+                f" (a classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
+                f"{training['negatives_per_positive']} BM25 negatives per positive, {training['epochs']} epochs, "
+                f"max length {training['max_length']}, the step with the lowest held-out loss on "
+                f"{training['validation_fraction']:.0%} of the training queries; a checkpoint's own settings in brackets)."
+                f"{titles_text} a, w2, w3 chosen by "
+                f"{self.section['folds']['k']}-fold CV on AP (folds in {self.config['reference']}/folds/).{reference_text}")

@@ -1,0 +1,284 @@
+"""Steensland (2021), the NTNU MSc thesis: passage aggregation, Tables 5.1-5.6 and figures 5.1-5.4.
+
+Titled passages of the first stage's top R scored by BERT and aggregated per document (Max, Mean),
+with fine-tuning choices, model size and distillation as rows. Its configuration: `ntnu:`; its
+rules: workflow/rules/ntnu.smk.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from reranker.config import merge, slug, training_config
+from reranker.experiments import register
+from reranker.experiments.base import Plugin
+from reranker.registry import AGGREGATORS, FIRST_STAGES
+
+
+def ntnu_checkpoint(model: str) -> str:
+    return f"ntnu-{model}"
+
+
+def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+    """What the schema cannot say: the section's names exist, and name each other."""
+    collections, problems, used = config["collections"], [], []
+    ntnu = config["ntnu"]
+    if ntnu["collection"]:
+        for key in ("collection", "train_collection"):
+            if ntnu[key] not in collections:
+                problems.append(f"  ntnu/{key}: unknown collection {ntnu[key]!r}")
+        if ntnu["collection"] in collections:
+            known = list(dict.fromkeys(config["measures"] + collections[ntnu["collection"]]["measures"]))
+            problems += [f"  ntnu/measures: {m!r} is not among the measures of {ntnu['collection']} ({', '.join(known)})"
+                         for m in ntnu["measures"] if m not in known]
+        used += [("ntnu/base", ntnu["base"])] if ntnu["base"] else []
+        if ntnu["reference"] not in ntnu["models"]:
+            problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
+        problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
+                     for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
+        for table, spec in ntnu["tables"].items():
+            rows = [name for name, model in ntnu["models"].items() if table in model["tables"]]
+            problems += [f"  ntnu/tables/{table}/distilled: {row!r} is not a row of {table} ({', '.join(rows)})"
+                         for row in spec["distilled"] if row not in rows]
+            problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
+                         f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
+                         if model not in ntnu["models"]]
+        problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
+                     f"{', '.join(ntnu['training_presets']) or 'none'})"
+                     for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
+        teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
+        cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
+        problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
+                     for name, spec in ntnu["models"].items()
+                     if not spec["tables"] and name not in cells and ntnu_checkpoint(name) not in teachers]
+    return problems, used
+
+
+def generated_checkpoints(config: Mapping) -> dict:
+    """The checkpoints the NTNU section implies: one per model, trained on the training collection."""
+    section = config.get("ntnu") or {}
+    if not section.get("collection"):
+        return {}
+    return {ntnu_checkpoint(name): {
+        "source": "finetune", "label": spec["label"], "base": spec.get("base") or section["base"],
+        "train_on": [section["train_collection"]], "mix": False, "threads": section["threads"],
+        "training": merge(merge(section.get("training", {}), section.get("training_presets", {}).get(spec.get("preset"), {})),
+                          spec.get("training", {}))}
+        for name, spec in section.get("models", {}).items()}
+
+
+@register
+class NTNU(Plugin):
+    name = "ntnu"
+    about = "Steensland (2021): passage aggregation, Tables 5.1-5.6, figures 5.1-5.4"
+    rules = "workflow/rules/ntnu.smk"
+    wall_clock_part = "ntnu"
+    checkpoint_prefix = "ntnu-"
+
+    @classmethod
+    def checkpoints(cls, config: Mapping) -> dict:
+        return generated_checkpoints(config)
+
+    @classmethod
+    def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+        return cross_check(config)
+
+    def figures(self) -> list[str]:
+        section = self.section
+        figures = [self.layout.path("figure", figure=t) for t, spec in section["tables"].items() if spec["figure"] != "none"]
+        return figures + ([self.layout.path("figure", figure="ntnu_candidates")] if section["sweep_figure"] else [])
+
+    def outputs(self) -> list[str]:
+        return [self.layout.path("table", table=t) for t in self.section["tables"]] + self.figures()
+
+    @property
+    def slug(self) -> str:
+        return slug(self.section["collection"])
+
+    @property
+    def depth(self) -> int:
+        """Candidates segmented: the largest R of the tables and of the sweep."""
+        return max([self.section["candidates"]] + (self.section["candidate_sweep"] if self.section["sweep_figure"] else []))
+
+    def run(self, model: str, aggregation: str, candidates: int | None = None) -> str:
+        """A reranked run: at the tables' R, or (the sweep) at R out of the deepest scoring."""
+        return f"ntnu.{model}.{aggregation}" + (f".r{candidates}" if candidates is not None else "")
+
+    def eval(self, run: str) -> str:
+        return self.layout.path("eval", collection=self.slug, run=run)
+
+    def rows(self, table: str) -> list[tuple[str, str, str]]:
+        """(row label, model, aggregation) of a table, after the first stage's row."""
+        section, spec = self.section, self.section["tables"][table]
+        models = [(name, m["label"]) for name, m in section["models"].items() if table in m["tables"]]
+        if spec["by_aggregation"]:
+            return [(f"{label}, {AGGREGATORS[a].label}", name, a) for name, label in models for a in section["aggregations"]]
+        return [(label, name, section["aggregation"]) for name, label in models]
+
+    def table_runs(self, table: str) -> list[tuple[str, str]]:
+        """(row label, run) of a table: the first stage's row, then the models'."""
+        first = self.section["first_stage"]
+        return [(FIRST_STAGES[first].label, first)] + [(label, self.run(m, a)) for label, m, a in self.rows(table)]
+
+    def table_cells(self, table: str) -> list[tuple[str, str, str]]:
+        """(column group, row label, run) of a table's measures. One group, the collection; or, for a table
+        with `distilled`, "Train" (the rows' models) and "Distilled" (their distilled counterparts), the
+        first stage in both, so that each group has its baseline."""
+        distilled = self.section["tables"][table]["distilled"]
+        runs = self.table_runs(table)
+        if not distilled:
+            return [(self.section["collection"], label, run) for label, run in runs]
+        first = self.section["first_stage"]
+        cells = [("Train", label, run) for label, run in runs]
+        cells += [("Distilled", runs[0][0], first)]
+        cells += [("Distilled", label, self.run(distilled[m], a)) for label, m, a in self.rows(table) if m in distilled]
+        return cells
+
+    def specs(self, table: str) -> list[str]:
+        """GROUP:ROW:EVAL specs of a table."""
+        return [f"{group}:{label}:{self.eval(run)}" for group, label, run in self.table_cells(table)]
+
+    def checkpoint_meta(self, model: str) -> str:
+        return self.layout.path("checkpoint_meta", checkpoint=ntnu_checkpoint(model))
+
+    def speed(self, system: str) -> str:
+        """Queries per minute of a model's pipeline (or of the first stage alone)."""
+        return self.layout.path("ntnu_speed", collection=self.slug, system=system)
+
+    COLUMNS = {  # column -> (label, source, key, format); measures come from the section
+        "shape": ("L/H", "checkpoint", "shape", None),
+        "final_loss": ("Train loss", "checkpoint", "final_loss", ".4f"),
+        "validation_loss": ("Eval loss", "checkpoint", "validation.last_loss", ".4f"),
+        "parameters": ("Parameters", "checkpoint", "parameters", ",.0f"),
+        "queries_per_minute": ("Queries/min", "speed", "queries_per_minute", ",.0f"),
+    }
+
+    def value_cells(self, table: str) -> list[tuple[str, str, str, str]]:
+        """(row, column label, JSON file, key) of a table's non-measure columns (the first stage: its speed only)."""
+        section, cells = self.section, []
+        first = section["first_stage"]
+        for column in section["tables"][table]["columns"]:
+            if column == "measures":
+                continue
+            label, source, key, _ = self.COLUMNS[column]
+            if source == "speed":
+                cells.append((FIRST_STAGES[first].label, label, self.speed(first), key))
+            for row, model, _ in self.rows(table):
+                path = self.speed(model) if source == "speed" else self.checkpoint_meta(model)
+                cells.append((row, label, path, key))
+        return cells
+
+    def values(self, table: str) -> list[str]:
+        """ROW:COLUMN:JSON:KEY specs of `ntnu_value_cells`."""
+        return [":".join(cell) for cell in self.value_cells(table)]
+
+    def value_formats(self, table: str) -> list[str]:
+        return [f"{self.COLUMNS[c][0]}:{self.COLUMNS[c][3]}" for c in self.section["tables"][table]["columns"]
+                if c != "measures" and self.COLUMNS[c][3]]
+
+    def machine_columns(self, table: str) -> list[str]:
+        """The table's columns measured on the machine (speeds): stored, not compared with a reference."""
+        return [self.COLUMNS[c][0] for c in self.section["tables"][table]["columns"]
+                if c != "measures" and self.COLUMNS[c][1] == "speed"]
+
+    def table_inputs(self, table: str) -> list[str]:
+        """Every file a table reads: evaluations, checkpoint metas and speed files."""
+        files = [self.eval(run) for _, _, run in self.table_cells(table)]
+        files += [path for _, _, path, _ in self.value_cells(table)]
+        return list(dict.fromkeys(files))
+
+    def table_metas(self, table: str) -> list[str]:
+        """The checkpoint records of a table's models: their fingerprints go into the numbers' provenance."""
+        return [self.checkpoint_meta(m) for m in self.table_models(table)]
+
+    def summary(self, table: str) -> str | None:
+        """LABEL:ROW1|ROW2|... of a table's mean ± sd row (over seeds); labels may hold commas."""
+        if not self.section["tables"][table]["summary"]:
+            return None
+        return "Mean ± sd:" + "|".join(label for label, _, _ in self.rows(table))
+
+    def speed_stages(self, system: str) -> dict[str, str]:
+        """The benchmark files of a system's pipeline: the first stage, then passages and a model's scoring."""
+        section, collection = self.section, self.slug
+        stages = {"retrieve": self.layout.path("benchmark", stage="retrieve", name=f"{collection}.{section['first_stage']}")}
+        if system != section["first_stage"]:
+            stages["segment"] = self.layout.path("benchmark", stage="segment", name=f"{collection}.ntnu-passages")
+            stages["score"] = self.layout.path("benchmark", stage="score", name=f"{collection}.{ntnu_checkpoint(system)}"
+                                               f".ntnu-passages.k{section['candidates']}")
+        return stages
+
+    def figure_inputs(self, table: str) -> list[str]:
+        if self.section["tables"][table]["figure"] == "ranks":
+            return ([self.layout.path("qrels", collection=self.slug)]
+                    + [self.layout.path("trec_run", collection=self.slug, run=run) for _, run in self.table_runs(table)])
+        return [self.checkpoint_meta(m) for m in dict.fromkeys(m for _, m, _ in self.rows(table))]
+
+    def figure_args(self, table: str) -> str:
+        """`tables figure` arguments: the relevant document's rank (runs), or loss curves (checkpoints)."""
+        section, kind = self.section, self.section["tables"][table]["figure"]
+        if kind == "ranks":
+            runs = [f"{label}:{self.layout.path('trec_run', collection=self.slug, run=run)}"
+                    for label, run in self.table_runs(table)]
+            grade = self.config["collections"][section["collection"]]["relevant_min_grade"]
+            return (" ".join(["ranks"] + [f"--run {shlex.quote(r)}" for r in runs])
+                    + f" --qrels {self.layout.path('qrels', collection=self.slug)} --depth {section['candidates']}"
+                    f" --relevant-min-grade {grade}")
+        models = dict.fromkeys((m, self.section["models"][m]["label"]) for _, m, _ in self.rows(table))
+        checkpoints = [f"{label}:{self.layout.path('checkpoint_dir', checkpoint=ntnu_checkpoint(m))}" for m, label in models]
+        return " ".join(["curves"] + [f"--checkpoint {shlex.quote(c)}" for c in checkpoints]
+                        + ["--what", "validation" if kind == "validation_curves" else "both"])
+
+    def sweep_runs(self) -> list[tuple[int, str, str]]:
+        """(R, row label, run) of figure 5.4: the first stage, and the reference model per aggregation."""
+        section = self.section
+        label = section["models"][section["reference"]]["label"]
+        rows = [(r, FIRST_STAGES[section["first_stage"]].label, section["first_stage"]) for r in section["candidate_sweep"]]
+        rows += [(r, f"{label}, {AGGREGATORS[a].label}", self.run(section["reference"], a, r))
+                 for a in section["aggregations"] for r in section["candidate_sweep"]]
+        return rows
+
+    def sweep_evals(self) -> list[str]:
+        return list(dict.fromkeys(self.eval(run) for _, _, run in self.sweep_runs()))
+
+    def sweep_specs(self) -> list[str]:
+        return [f"{r}:{label}:{self.eval(run)}" for r, label, run in self.sweep_runs()]
+
+    def caption(self, table: str) -> str:
+        section = self.section
+        training = training_config(self.config, ntnu_checkpoint(section["reference"]))
+        passages = section["passages"]
+        first = FIRST_STAGES[section["first_stage"]].label
+        return (f"{section['tables'][table]['caption']}. {section['collection']}: {first} top {section['candidates']} "
+                f"reranked (the rest kept in order); passages of {passages['length']} words every {passages['stride']}"
+                f"{', titled' if passages['title'] else ''}, max length {section['max_length']}; rerankers start from "
+                f"{self.exp.lineage(section['base'])} unless the row says, and train on {section['train_collection']} "
+                f"(passages of relevant documents positive; {training['negatives_per_positive']} negatives per positive from the top "
+                f"{training['negatives_depth']}; lr {training['learning_rate']:g}, batch {training['batch_size']}, "
+                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs, "
+                f"{'the last step kept' if training['select'] == 'last' else 'the best step on held-out loss kept'} "
+                f"unless a row says otherwise); "
+                f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says."
+                + self.training_exceptions(table))
+
+    def table_models(self, table: str) -> list[str]:
+        """The models of a table's rows, then their distilled counterparts."""
+        models = list(dict.fromkeys(m for _, m, _ in self.rows(table)))
+        distilled = self.section["tables"][table]["distilled"]
+        return models + [distilled[m] for m in models if m in distilled]
+
+    def training_exceptions(self, table: str) -> str:
+        """A caption sentence per group of rows whose steps, rate or step pick differ from the reference's."""
+        section = self.section
+        reference = training_config(self.config, ntnu_checkpoint(section["reference"]))
+        keys = ("learning_rate", "epochs", "max_pairs", "select")
+        groups: dict[tuple, list[str]] = {}
+        for model in self.table_models(table):
+            training = training_config(self.config, ntnu_checkpoint(model))
+            if any(training[k] != reference[k] for k in keys):
+                groups.setdefault(tuple(training[k] for k in keys), []).append(section["models"][model]["label"])
+        sentences = []
+        for (rate, epochs, pairs, select), labels in groups.items():
+            sentences.append(f" {'; '.join(labels)}: lr {rate:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, at most {pairs} pairs, "
+                             f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}.")
+        return "".join(sentences)

@@ -1,0 +1,193 @@
+"""Verbrugge (2021), the Radboud MSc thesis: BM25 -> BERT on Cranfield, Tables 2.1-3.5.
+
+The first stage's top candidates reranked by classifiers trained per fold, training strategies as rows
+(enrich, MLM/NSP pre-training, label heads, regression), at each point of a learning-rate x epochs
+grid. Its configuration: `radboud:`; its rules: workflow/rules/radboud.smk.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from reranker.config import merge, slug, training_config
+from reranker.experiments import register
+from reranker.experiments.base import PRECISION_WORDS, Plugin
+from reranker.registry import FIRST_STAGES
+
+
+def radboud_checkpoint(variant: str, point: int, fold: str) -> str:
+    """The name of a Radboud reranker: variant, grid point (1-based) and fold."""
+    return f"radboud-{variant}-g{point}-f{fold}"
+
+
+def pretrained_checkpoint(name: str) -> str:
+    return f"radboud-pretrain-{name}"
+
+
+def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+    """What the schema cannot say: the section's names exist, and name each other."""
+    collections, problems, used = config["collections"], [], []
+    radboud = config["radboud"]
+    if radboud["collection"]:
+        if radboud["collection"] not in collections:
+            problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
+        used += [("radboud/base", radboud["base"])]
+        known = list(dict.fromkeys(config["measures"] + collections.get(radboud["collection"], {}).get("measures", [])))
+        problems += [f"  radboud/measures: {m!r} is not among the measures of {radboud['collection']} ({', '.join(known)})"
+                     for m in radboud["measures"] if m not in known]
+        problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
+                     for name, spec in radboud["variants"].items()
+                     if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
+        problems += [f"  radboud/variants/{name}/tables: unknown table {table!r} (radboud/tables: "
+                     f"{', '.join(radboud['tables'])})"
+                     for name, spec in radboud["variants"].items() for table in spec["tables"]
+                     if table not in radboud["tables"]]
+    return problems, used
+
+
+def generated_checkpoints(config: Mapping) -> dict:
+    """The checkpoints the Radboud section implies: each pre-training, and each variant x grid point x fold."""
+    section = config.get("radboud") or {}
+    collection = section.get("collection")
+    if not collection:
+        return {}
+    entries = {}
+    for name, spec in section.get("pretraining", {}).items():
+        entries[pretrained_checkpoint(name)] = {
+            "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
+            "mix": False, "threads": section["threads"], "training": merge(section.get("training", {}), spec["training"])}
+    for name, spec in section.get("variants", {}).items():
+        base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
+        for point, values in enumerate(section["grid"], start=1):
+            for fold in section["folds"]:
+                training = merge(merge(section.get("training", {}), values), spec.get("training", {}))
+                entries[radboud_checkpoint(name, point, fold)] = {
+                    "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
+                    "train_fold": fold, "threads": section["threads"], "training": training}
+    return entries
+
+
+def ranking_label(ranking: str) -> str:
+    """A ranking's words in a row label: "by argmax", "by level 4's score"."""
+    if ranking.startswith("label"):
+        return f"by level {ranking.removeprefix('label')}'s score"
+    return "by argmax" if ranking == "argmax" else "by the relevant logit"
+
+
+@register
+class Radboud(Plugin):
+    name = "radboud"
+    about = "Verbrugge (2021): BM25 -> BERT on Cranfield, Tables 2.1-3.5"
+    rules = "workflow/rules/radboud.smk"
+    wall_clock_part = "radboud|segment_documents"
+    checkpoint_prefix = "radboud-"
+
+    @classmethod
+    def checkpoints(cls, config: Mapping) -> dict:
+        return generated_checkpoints(config)
+
+    @classmethod
+    def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+        return cross_check(config)
+
+    def tables(self) -> list[str]:
+        return self.ranking_tables() + self.pretraining_tables()
+
+    def outputs(self) -> list[str]:
+        return [self.layout.path("table", table=t) for t in self.tables()]
+
+    @property
+    def slug(self) -> str:
+        return slug(self.section["collection"])
+
+    def ranking_tables(self) -> list[str]:
+        return [t for t in self.section["tables"] if any(t in v["tables"] for v in self.section["variants"].values())]
+
+    def pretraining_tables(self) -> list[str]:
+        return [t for t in self.section["tables"] if any(t in p["tables"] for p in self.section["pretraining"].values())]
+
+    def point_label(self, point: int) -> str:
+        """A grid point's column: its learning rate and epochs."""
+        training = training_config(self.config, radboud_checkpoint(next(iter(self.section["variants"])), point,
+                                                                   self.section["folds"][0]))
+        epochs = training["epochs"]
+        return f"lr {training['learning_rate']:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}"
+
+    @property
+    def points(self) -> list[int]:
+        return list(range(1, len(self.section["grid"]) + 1))
+
+    def rows(self, table: str) -> list[tuple[str, str, str]]:
+        """(row label, variant, ranking) of a ranking table, in the configuration's order."""
+        rows = []
+        for name, spec in self.section["variants"].items():
+            if table in spec["tables"]:
+                rankings = spec["rankings"]
+                rows += [(spec["label"] if len(rankings) == 1 and r == "relevant" else f"{spec['label']}, {ranking_label(r)}",
+                          name, r) for r in rankings]
+        return rows
+
+    def run(self, variant: str, point: int, ranking: str) -> str:
+        return f"radboud.{variant}.g{point}.{ranking}"
+
+    def fold_scores(self, variant: str, point: int, ranking: str) -> list[str]:
+        section = self.section
+        return [self.layout.path("radboud_scores", collection=self.slug, first_stage=section["first_stage"],
+                                 k=section["candidates"], ranking=ranking,
+                                 checkpoint=radboud_checkpoint(variant, point, fold)) for fold in section["folds"]]
+
+    def evals(self, table: str) -> list[str]:
+        first = self.layout.path("eval", collection=self.slug, run=self.section["first_stage"])
+        return [first] + [self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))
+                          for point in self.points for _, v, r in self.rows(table)]
+
+    def specs(self, table: str) -> str:
+        first_label = FIRST_STAGES[self.section["first_stage"]].label
+        first = self.layout.path("eval", collection=self.slug, run=self.section["first_stage"])
+        specs = []
+        for point in self.points:
+            group = self.point_label(point)
+            specs.append(f"{group}:{first_label}:{first}")
+            specs += [f"{group}:{label}:{self.layout.path('eval', collection=self.slug, run=self.run(v, point, r))}"
+                      for label, v, r in self.rows(table)]
+        return " ".join(shlex.quote(spec) for spec in specs)
+
+    def baseline_row(self, table: str) -> str | None:
+        """The baseline reranker's row (the first variant's first ranking), if the table has it."""
+        rows = self.rows(table)
+        first = next(iter(self.section["variants"]))
+        return next((label for label, v, _ in rows if v == first), None)
+
+    def checkpoint_metas(self, table: str) -> list[tuple[str, str]]:
+        """(label, reranker.json) of every per-fold checkpoint behind a ranking table (grid point 1)."""
+        variants = dict.fromkeys(v for _, v, _ in self.rows(table))
+        return [(self.section["variants"][v]["label"], self.layout.path("checkpoint_meta", checkpoint=radboud_checkpoint(v, 1, f)))
+                for v in variants for f in self.section["folds"]]
+
+    def pretrainings(self, table: str) -> list[tuple[str, str]]:
+        """(label, reranker.json) of the pre-trained checkpoints of a pre-training table."""
+        return [(spec.get("label", name), self.layout.path("checkpoint_meta", checkpoint=pretrained_checkpoint(name)))
+                for name, spec in self.section["pretraining"].items() if table in spec["tables"]]
+
+    def caption(self, table: str) -> str:
+        section = self.section
+        chain = self.exp.training_chain(section["base"])
+        base = self.exp.hub_model(section["base"]) + (f" fine-tuned on {' → '.join(chain)} (`{section['base']}`), then per fold"
+                                                  if chain else "")
+        first = FIRST_STAGES[section["first_stage"]].label
+        training = training_config(self.config, radboud_checkpoint(next(iter(section["variants"])), 1, section["folds"][0]))
+        grid = "; ".join(self.point_label(p) for p in self.points)
+        trained, scored = PRECISION_WORDS[training["precision"]], PRECISION_WORDS[section["precision"]]
+        arithmetic = f"{trained}, training and scoring" if trained == scored else f"{trained} training, {scored} scoring"
+        threads = f"{section['threads']} CPU thread{'s' if section['threads'] != 1 else ''}"
+        return (f"{section['tables'][table]}. {section['collection']}, {first} top {section['candidates']} reranked "
+                f"(the rest kept in order), one classifier per fold trained on that fold's training queries "
+                f"({len(section['folds'])} fold{'s' if len(section['folds']) != 1 else ''}, test queries pooled); model: {base} "
+                f"(max length {training['max_length']}, batch {training['batch_size']}, "
+                f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
+                f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
+                f"grid: {grid}. Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
+                f"nDCG gains: Cranfield's codes mapped by collections.yaml `grades` (1 complete answer -> 4 .. "
+                f"4 minimum interest -> 1, -1 -> 0); nDCG@20 (thesis): the thesis' own measure, the -1 document "
+                f"counted as a complete answer (reranker/measures/radboud.py).")
