@@ -92,7 +92,7 @@ promote:
 
 lint: setup
 	$(BIN)/ruff check reranker tests benchmarks
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check Snakefile workflow/rules tests/plugins
 	$(BIN)/hadolint containers/Dockerfile
 	$(BIN)/snakemake --lint
 

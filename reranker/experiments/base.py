@@ -33,15 +33,23 @@ class Plugin:
         self.config = experiment.config
         self.layout = experiment.layout
 
+    # A plugin outside the suite keeps its section under `experiments: {name: ...}` and checks it
+    # against this JSON schema (the suite's schema holds the built-in sections).
+    schema: ClassVar[dict | None] = None
+
+    @classmethod
+    def section_of(cls, config: Mapping) -> dict:
+        """Its configuration section: a built-in's top-level one, or its entry under `experiments:`."""
+        return config.get(cls.name) or (config.get("experiments") or {}).get(cls.name) or {}
+
     @property
     def section(self) -> dict:
-        return self.config[self.name]
+        return self.section_of(self.config)
 
     @classmethod
     def enabled(cls, config: Mapping) -> bool:
         """Whether the configuration asks for this paper's tables."""
-        section = config.get(cls.name)
-        return bool(section and section.get("collection"))
+        return bool(cls.section_of(config).get("collection"))
 
     @classmethod
     def checkpoints(cls, config: Mapping) -> dict:
@@ -50,8 +58,14 @@ class Plugin:
 
     @classmethod
     def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist)."""
-        return [], []
+        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist);
+        for a plugin with a `schema`, its section's mismatches with it."""
+        if cls.schema is None or not cls.section_of(config):
+            return [], []
+        import jsonschema
+
+        errors = jsonschema.Draft202012Validator(cls.schema).iter_errors(cls.section_of(config))
+        return [f"  experiments/{cls.name}/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors], []
 
     def outputs(self) -> list[str]:
         """Every table and figure it publishes: compared with the reference and built by `all`."""

@@ -6,7 +6,6 @@
 BIRCH = EXP.plugins["birch"]
 
 
-
 rule birch_main_table:
     """Birch's main table: first stage, fused rows per checkpoint, aggregation rows; notes and curves."""
     input:
