@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from reranker.config import checkpoint_config, collection_config, training_config
+from reranker.formats.errors import InputError
 
 
 def hub_model(config: Mapping, name: str) -> str:
@@ -32,7 +33,7 @@ def _section(config: Mapping, section: str | None) -> Mapping:
     if section is None:
         return {}
     if not isinstance(config.get(section), Mapping):
-        raise ValueError(f"no configuration section {section!r} to take stage settings from")
+        raise InputError(f"--section {section}: the configuration has no such section to take stage settings from")
     return config[section]
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from reranker import settings
+
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
 # reads the same wherever the table is rebuilt.
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
@@ -71,3 +73,12 @@ class Plugin:
         """Every table and figure it publishes: compared with the reference and built by `all`."""
         return []
 
+
+def unknown_measures(config: Mapping, name: str) -> list[str]:
+    """A section's `measures` that its collection does not compute (the suite's plus the collection's own)."""
+    section = config[name]
+    if section["collection"] not in config["collections"]:  # reported as an unknown collection
+        return []
+    known = settings.measures(config, section["collection"])
+    return [f"  {name}/measures: {m!r} is not among the measures of {section['collection']} ({', '.join(known)})"
+            for m in section["measures"] if m not in known]

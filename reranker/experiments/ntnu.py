@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.config import merge, slug, training_config
 from reranker.experiments import register
-from reranker.experiments.base import Plugin
+from reranker.experiments.base import Plugin, unknown_measures
 from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 
@@ -28,10 +28,7 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
         for key in ("collection", "train_collection"):
             if ntnu[key] not in collections:
                 problems.append(f"  ntnu/{key}: unknown collection {ntnu[key]!r}")
-        if ntnu["collection"] in collections:
-            known = list(dict.fromkeys(config["measures"] + collections[ntnu["collection"]]["measures"]))
-            problems += [f"  ntnu/measures: {m!r} is not among the measures of {ntnu['collection']} ({', '.join(known)})"
-                         for m in ntnu["measures"] if m not in known]
+        problems += unknown_measures(config, "ntnu")
         used += [("ntnu/base", ntnu["base"])] if ntnu["base"] else []
         if ntnu["reference"] not in ntnu["models"]:
             problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
@@ -76,13 +73,8 @@ class NTNU(Plugin):
     wall_clock_part = "ntnu"
     checkpoint_prefix = "ntnu-"
 
-    @classmethod
-    def checkpoints(cls, config: Mapping) -> dict:
-        return generated_checkpoints(config)
-
-    @classmethod
-    def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-        return cross_check(config)
+    checkpoints = staticmethod(generated_checkpoints)
+    cross_check = staticmethod(cross_check)
 
     def figures(self) -> list[str]:
         section = self.section

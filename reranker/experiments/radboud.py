@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.config import merge, slug, training_config
 from reranker.experiments import register
-from reranker.experiments.base import PRECISION_WORDS, Plugin
+from reranker.experiments.base import PRECISION_WORDS, Plugin, unknown_measures
 from reranker.registry import FIRST_STAGES
 
 
@@ -33,9 +33,7 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
         if radboud["collection"] not in collections:
             problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
         used += [("radboud/base", radboud["base"])]
-        known = list(dict.fromkeys(config["measures"] + collections.get(radboud["collection"], {}).get("measures", [])))
-        problems += [f"  radboud/measures: {m!r} is not among the measures of {radboud['collection']} ({', '.join(known)})"
-                     for m in radboud["measures"] if m not in known]
+        problems += unknown_measures(config, "radboud")
         problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
                      for name, spec in radboud["variants"].items()
                      if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
@@ -83,13 +81,8 @@ class Radboud(Plugin):
     wall_clock_part = "radboud|segment_documents"
     checkpoint_prefix = "radboud-"
 
-    @classmethod
-    def checkpoints(cls, config: Mapping) -> dict:
-        return generated_checkpoints(config)
-
-    @classmethod
-    def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-        return cross_check(config)
+    checkpoints = staticmethod(generated_checkpoints)
+    cross_check = staticmethod(cross_check)
 
     def tables(self) -> list[str]:
         return self.ranking_tables() + self.pretraining_tables()
