@@ -78,14 +78,10 @@ def main(argv: list[str] | None = None) -> int:
                              f"({', '.join(measures.MEASURES)})")
     parser.add_argument("--out", help="write aggregate and per-query values as JSON")
     args = parser.parse_args(argv)
-    from reranker.config import collection_config, load_config
+    from reranker import settings as stage_settings
+    from reranker.config import load_config
 
-    if args.measures:
-        names = args.measures
-    else:
-        config = load_config(args.config)
-        extra = collection_config(config, args.collection)["measures"] if args.collection else []
-        names = list(dict.fromkeys(config["measures"] + extra))
+    names = args.measures or stage_settings.measures(load_config(args.config), args.collection)
     result = evaluate_files(args.run, args.qrels, names)
     if args.out:
         write_evaluation(result, args.out)

@@ -37,9 +37,10 @@ def _section(config: Mapping, section: str | None) -> Mapping:
     return config[section]
 
 
-def measures(config: Mapping, collection_id: str) -> list[str]:
-    """The suite's measures plus the ones a collection's entry adds (e.g. RR@10)."""
-    return list(dict.fromkeys(config["measures"] + config["collections"][collection_id]["measures"]))
+def measures(config: Mapping, collection_id: str | None = None) -> list[str]:
+    """The suite's measures plus the ones a collection's entry adds (e.g. RR@10); an unknown id lists the known."""
+    extra = collection_config(config, collection_id)["measures"] if collection_id else []
+    return list(dict.fromkeys(config["measures"] + extra))
 
 
 def collections(config: Mapping, collection: str) -> dict:
