@@ -164,6 +164,9 @@ def _check_references(config: Mapping) -> None:
     named += [(f"checkpoints/{name}/train_on", c) for name, entry in checkpoints.items() for c in entry.get("train_on", [])]
     problems += [f"  {where}: unknown collection {c!r} (known: {', '.join(sorted(collections))})"
                  for where, c in named if c not in collections]
+    problems += [f"  baselines/provided_runs: {c} needs `run` and `run_model` (which first stage the run is)"
+                 for c in config["baselines"]["provided_runs"]
+                 if c in collections and not (collections[c].get("run") and collections[c].get("run_model"))]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
     for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other

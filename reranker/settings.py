@@ -43,8 +43,17 @@ def measures(config: Mapping, collection_id: str | None = None) -> list[str]:
     return list(dict.fromkeys(config["measures"] + extra))
 
 
+# Keys that only tell a rule which file to hand a stage (the run a provided run is, the run negatives come
+# from): the file is the input, so they are no setting of the stage and a change reruns through the file.
+RULE_ONLY = ("run_model", "negatives_from")
+
+
+def _without_rule_only(settings: Mapping) -> dict:
+    return {key: value for key, value in settings.items() if key not in RULE_ONLY}
+
+
 def collections(config: Mapping, collection: str) -> dict:
-    return {"collection": config["collections"][collection], "folds": config["birch"]["folds"]}
+    return {"collection": _without_rule_only(config["collections"][collection]), "folds": config["birch"]["folds"]}
 
 
 def index(config: Mapping) -> dict:
@@ -73,7 +82,7 @@ def segment(config: Mapping, section: str | None = None, candidates: int | None 
 
 def train(config: Mapping, checkpoint: str) -> dict:
     entry = checkpoint_config(config, checkpoint)
-    return {"training": training_config(config, checkpoint), "checkpoint": entry,
+    return {"training": _without_rule_only(training_config(config, checkpoint)), "checkpoint": entry,
             "base": checkpoint_config(config, entry["base"]),
             "grades": {c: collection_config(config, c)["relevant_min_grade"] for c in entry["train_on"]}}
 

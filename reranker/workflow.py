@@ -100,14 +100,16 @@ class Experiment:
         return ["sentences"] + (["passages"] if self.birch["passage_checkpoint"] and self.birch["aggregation"] else [])
 
     def training_sources(self, name: str) -> list[tuple[str, dict[str, str]]]:
-        """(collection id, its files) of each `train_on` collection: docs, topics, qrels and the BM25 run."""
+        """(collection id, its files) of each `train_on` collection: docs, topics, qrels and the run the
+        negatives come from (training.negatives_from)."""
+        negatives = training_config(self.config, name)["negatives_from"]
         sources = []
         for cid in self.checkpoint(name)["train_on"]:
             s = slug(cid)
             sources.append((cid, {"docs": self.layout.path("docs", collection=s),
                                   "topics": self.layout.path("topics", collection=s),
                                   "qrels": self.layout.path("qrels", collection=s),
-                                  "run": self.layout.path("trec_run", collection=s, run="bm25")}))
+                                  "run": self.layout.path("trec_run", collection=s, run=negatives)}))
         return sources
 
     def training_inputs(self, name: str) -> list[str]:
@@ -148,18 +150,24 @@ class Experiment:
     def baseline_specs(self) -> str:
         base = [f"{FIRST_STAGES[m].label}:{self.slug_to_id[s]}:{self.layout.path('eval', collection=s, run=m)}"
                 for s in self.baseline_slugs for m in FIRST_STAGES]
-        provided = [f"{FIRST_STAGES['bm25_rm3'].label}:{self.slug_to_id[s]} (provided run):"
-                    f"{self.layout.path('eval', collection=s, run='provided')}" for s in self.provided_slugs]
+        provided = [f"{FIRST_STAGES[self.config['collections'][cid]['run_model']].label}:{cid} (provided run):"
+                    f"{self.layout.path('eval', collection=slug(cid), run='provided')}"
+                    for cid in self.config["baselines"]["provided_runs"]]
         return " ".join(shlex.quote(spec) for spec in base + provided)
 
     def baselines_caption(self) -> str:
+        """Every first stage with its parameters; an RM3 stage names its k1 and b only where they differ
+        from the plain BM25 stage's."""
         models = self.config["retrieval"]["models"]
-        rm3 = models["bm25_rm3"]
-        return (f"Lucene baselines (pyserini), depth {self.config['retrieval']['depth']}: "
-                f"BM25 (k1={models['bm25']['k1']}, b={models['bm25']['b']}) "
-                f"and BM25+RM3 (fb_terms={rm3['fb_terms']}, fb_docs={rm3['fb_docs']}, "
-                f"original_query_weight={rm3['original_query_weight']})"
-                + self.overrides_text())
+        plain = next((params for m, params in models.items() if not FIRST_STAGES[m].rm3), {})
+        described = []
+        for model in FIRST_STAGES:
+            params = models.get(model, {})
+            keys = [k for k in ("k1", "b") if not FIRST_STAGES[model].rm3 or params.get(k) != plain.get(k)]
+            keys += [k for k in ("fb_terms", "fb_docs", "original_query_weight") if FIRST_STAGES[model].rm3]
+            described.append(f"{FIRST_STAGES[model].label} ({', '.join(f'{k}={params.get(k)}' for k in keys)})")
+        listed = ", ".join(described[:-1]) + " and " + described[-1] if len(described) > 1 else described[0]
+        return f"Lucene baselines (pyserini), depth {self.config['retrieval']['depth']}: {listed}" + self.overrides_text()
 
     def overrides_text(self) -> str:
         """`retrieval.overrides` in words, e.g. "; overrides: cranfield BM25+RM3 fold 1 fb_terms=20"."""

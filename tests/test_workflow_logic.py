@@ -107,6 +107,27 @@ def test_rows_and_lineage_of_the_quick_profile():
     assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
 
 
+def test_first_stages_come_from_the_configuration_not_from_names_in_code(tmp_path):
+    """Training negatives come from `training.negatives_from`'s run; a provided run is labelled by its
+    `run_model`; the baselines caption gives every first stage's parameters."""
+    overlay = tmp_path / "rm3.yaml"
+    overlay.write_text(yaml.safe_dump({"training": {"negatives_from": "bm25_rm3"},
+                                       "retrieval": {"models": {"bm25_rm3": {"k1": 1.2}}}}))
+    default = Experiment(load_config(profile_files("quick")))
+    changed = Experiment(load_config(profile_files("quick") + [overlay]))
+    runs = lambda e: {paths["run"] for _, paths in e.training_sources("scifact")}  # noqa: E731
+    assert {Path(r).name for r in runs(default)} == {"bm25.run"} and {Path(r).name for r in runs(changed)} == {"bm25_rm3.run"}
+    assert "7 BM25+RM3 negatives per positive" in changed.plugins["birch"].caption()
+    assert "BM25 (k1=0.9, b=0.4) and BM25+RM3 (fb_terms=10" in default.baselines_caption()
+    assert "BM25+RM3 (k1=1.2, fb_terms=10" in changed.baselines_caption()  # its own k1, where it differs
+    config = load_config([CONFIG_DIR / "config.yaml"])
+    assert "BM25+RM3:robust04 (provided run):" in Experiment(config).baseline_specs()
+    unlabelled = tmp_path / "unlabelled.yaml"
+    unlabelled.write_text(yaml.safe_dump({"baselines": {"provided_runs": ["robust04", "cranfield"]}}))
+    with pytest.raises(Exception, match="cranfield needs `run` and `run_model`"):
+        load_config([CONFIG_DIR / "config.yaml", unlabelled])
+
+
 def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_their_models():
     experiment = Experiment(load_config())
     size = experiment.plugins["ntnu"].caption("ntnu_5_5")

@@ -25,7 +25,7 @@ def register(cls: type[Plugin]) -> type[Plugin]:
     """Add a plugin; its generated checkpoints and cross-checks join every configuration resolved from now on."""
     REGISTRY[cls.name] = cls
     config_module.CHECKPOINT_GENERATORS[cls.name] = cls.checkpoints
-    config_module.CROSS_CHECKS[cls.name] = cls.cross_check
+    config_module.CROSS_CHECKS[cls.name] = cls.check
     return cls
 
 

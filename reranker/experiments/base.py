@@ -7,6 +7,7 @@ folder's layout and for checkpoint lineage; stages never import plugins (tests/t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -19,16 +20,26 @@ PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
 
 
 class Plugin:
-    """One paper's tables. Subclasses set the class attributes and register with `@register`."""
+    """One paper's tables. A subclass names itself in its class line, e.g.
+    `class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-")`, and registers
+    with `@register`."""
 
     name: ClassVar[str]  # the registry key, and the configuration section it reads
-    about: ClassVar[str] = ""  # one line: the paper and what its plugin builds
-    rules: ClassVar[str]  # its Snakemake rules, relative to the Snakefile
+    about: ClassVar[str]  # one line: the paper and what it builds (default: its module docstring's first line)
+    rules: ClassVar[str]  # its Snakemake rules, relative to the Snakefile (default: workflow/rules/<name>.smk)
     # A regex over Snakemake job names (rule and wildcards) of the jobs that are this paper's own: its
     # part of a run's wall clock (`tables wallclock --part`); None where it has no part of its own.
     wall_clock_part: ClassVar[str | None] = None
     # The prefix of the checkpoints it generates (one per fold or row): one resources row for them all.
     checkpoint_prefix: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, name: str, about: str | None = None, rules: str | None = None,
+                          wall_clock_part: str | None = None, checkpoint_prefix: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.name = name
+        cls.about = about or (sys.modules[cls.__module__].__doc__ or "").strip().split("\n")[0]
+        cls.rules = rules or f"workflow/rules/{name}.smk"
+        cls.wall_clock_part, cls.checkpoint_prefix = wall_clock_part, checkpoint_prefix
 
     def __init__(self, experiment):
         self.exp = experiment  # the DAG's Experiment: layout, checkpoints and their lineage
@@ -59,10 +70,15 @@ class Plugin:
         return {}
 
     @classmethod
+    def check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+        """The cross-checks of a section the configuration asks for; nothing for one it leaves off."""
+        return cls.cross_check(config) if cls.enabled(config) else ([], [])
+
+    @classmethod
     def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
         """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist);
         for a plugin with a `schema`, its section's mismatches with it."""
-        if cls.schema is None or not cls.section_of(config):
+        if cls.schema is None:
             return [], []
         import jsonschema
 
@@ -74,11 +90,16 @@ class Plugin:
         return []
 
 
-def unknown_measures(config: Mapping, name: str) -> list[str]:
-    """A section's `measures` that its collection does not compute (the suite's plus the collection's own)."""
-    section = config[name]
-    if section["collection"] not in config["collections"]:  # reported as an unknown collection
-        return []
-    known = settings.measures(config, section["collection"])
-    return [f"  {name}/measures: {m!r} is not among the measures of {section['collection']} ({', '.join(known)})"
-            for m in section["measures"] if m not in known]
+def section_problems(config: Mapping, name: str, collections: tuple[str, ...] = ("collection",)
+                     ) -> tuple[list[str], list[tuple[str, str]]]:
+    """What every paper's section must get right: the collections it names exist, its `measures` are
+    computed on its collection (the suite's plus the collection's own), and its `base` (if any) is
+    used; the checkpoint names go back to be checked to exist."""
+    section, known_collections = config[name], config["collections"]
+    problems = [f"  {name}/{key}: unknown collection {section[key]!r}" for key in collections
+                if section[key] not in known_collections]
+    if section["collection"] in known_collections:  # else reported as an unknown collection
+        known = settings.measures(config, section["collection"])
+        problems += [f"  {name}/measures: {m!r} is not among the measures of {section['collection']} ({', '.join(known)})"
+                     for m in section["measures"] if m not in known]
+    return problems, [(f"{name}/base", section["base"])] if section.get("base") else []

@@ -18,11 +18,7 @@ from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 
 @register
-class Birch(Plugin):
-    name = "birch"
-    about = "Akkalyoncu Yilmaz et al. (EMNLP 2019): Birch's main table on open collections"
-    rules = "workflow/rules/birch.smk"
-
+class Birch(Plugin, name="birch"):
     @classmethod
     def enabled(cls, config: Mapping) -> bool:
         return bool(config["birch"]["targets"])
@@ -91,10 +87,11 @@ class Birch(Plugin):
         titled = sorted({cid for c in fine_tuned for cid in self.exp.training_chain(c)
                          if self.exp.collection(slug(cid)).get("source") == "titles"})
         parents = ", ".join(self.exp.collection(slug(cid))["of"] for cid in titled)
-        titles_text = (f" {', '.join(titled)}: each document's title as a query of its own body, with BM25 negatives from the "
+        training = self.config["training"]
+        negatives = FIRST_STAGES[training["negatives_from"]].label
+        titles_text = (f" {', '.join(titled)}: each document's title as a query of its own body, with {negatives} negatives from the "
                        f"same collection: the documents of {parents}, never their queries or judgments." if titled else "")
         references = [c for c in self.section["checkpoints"] if self.exp.checkpoint(c).get("head") == "bi_encoder"]
-        training = self.config["training"]
         reference_text = (f" Reference rows, not Birch's classifier: {', '.join(self.exp.label(c) for c in references)}, "
                           f"the cosine of the mean-pooled query and sentence vectors as S_i in the same fusion."
                           if references else "")
@@ -103,7 +100,7 @@ class Birch(Plugin):
                 f"{FIRST_STAGES[self.exp.first_stage].label} top {self.exp.k} documents reranked, the rest kept in order; "
                 f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
                 f" (a classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
-                f"{training['negatives_per_positive']} BM25 negatives per positive, {training['epochs']} epochs, "
+                f"{training['negatives_per_positive']} {negatives} negatives per positive, {training['epochs']} epochs, "
                 f"max length {training['max_length']}, the step with the lowest held-out loss on "
                 f"{training['validation_fraction']:.0%} of the training queries; a checkpoint's own settings in brackets)."
                 f"{titles_text} a, w2, w3 chosen by "

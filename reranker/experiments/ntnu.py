@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.config import merge, slug, training_config
 from reranker.experiments import register
-from reranker.experiments.base import Plugin, unknown_measures
+from reranker.experiments.base import Plugin, section_problems
 from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 
@@ -21,34 +21,29 @@ def ntnu_checkpoint(model: str) -> str:
 
 
 def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-    """What the schema cannot say: the section's names exist, and name each other."""
-    collections, problems, used = config["collections"], [], []
+    """What the schema cannot say of `ntnu:`: its collections, models, tables, distilled cells and presets
+    exist and name each other, and no model trains for nothing."""
     ntnu = config["ntnu"]
-    if ntnu["collection"]:
-        for key in ("collection", "train_collection"):
-            if ntnu[key] not in collections:
-                problems.append(f"  ntnu/{key}: unknown collection {ntnu[key]!r}")
-        problems += unknown_measures(config, "ntnu")
-        used += [("ntnu/base", ntnu["base"])] if ntnu["base"] else []
-        if ntnu["reference"] not in ntnu["models"]:
-            problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
-        problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
-                     for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
-        for table, spec in ntnu["tables"].items():
-            rows = [name for name, model in ntnu["models"].items() if table in model["tables"]]
-            problems += [f"  ntnu/tables/{table}/distilled: {row!r} is not a row of {table} ({', '.join(rows)})"
-                         for row in spec["distilled"] if row not in rows]
-            problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
-                         f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
-                         if model not in ntnu["models"]]
-        problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
-                     f"{', '.join(ntnu['training_presets']) or 'none'})"
-                     for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
-        teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
-        cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
-        problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
-                     for name, spec in ntnu["models"].items()
-                     if not spec["tables"] and name not in cells and ntnu_checkpoint(name) not in teachers]
+    problems, used = section_problems(config, "ntnu", ("collection", "train_collection"))
+    if ntnu["reference"] not in ntnu["models"]:
+        problems.append(f"  ntnu/reference: {ntnu['reference']!r} is not among ntnu/models ({', '.join(ntnu['models'])})")
+    problems += [f"  ntnu/models/{name}/tables: unknown table {table!r} (ntnu/tables: {', '.join(ntnu['tables'])})"
+                 for name, spec in ntnu["models"].items() for table in spec["tables"] if table not in ntnu["tables"]]
+    for table, spec in ntnu["tables"].items():
+        rows = [name for name, model in ntnu["models"].items() if table in model["tables"]]
+        problems += [f"  ntnu/tables/{table}/distilled: {row!r} is not a row of {table} ({', '.join(rows)})"
+                     for row in spec["distilled"] if row not in rows]
+        problems += [f"  ntnu/tables/{table}/distilled/{row}: unknown model {model!r} (ntnu/models: "
+                     f"{', '.join(ntnu['models'])})" for row, model in spec["distilled"].items()
+                     if model not in ntnu["models"]]
+    problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
+                 f"{', '.join(ntnu['training_presets']) or 'none'})"
+                 for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
+    teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
+    cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
+    problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"
+                 for name, spec in ntnu["models"].items()
+                 if not spec["tables"] and name not in cells and ntnu_checkpoint(name) not in teachers]
     return problems, used
 
 
@@ -66,13 +61,7 @@ def generated_checkpoints(config: Mapping) -> dict:
 
 
 @register
-class NTNU(Plugin):
-    name = "ntnu"
-    about = "Steensland (2021): passage aggregation, Tables 5.1-5.6, figures 5.1-5.4"
-    rules = "workflow/rules/ntnu.smk"
-    wall_clock_part = "ntnu"
-    checkpoint_prefix = "ntnu-"
-
+class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-"):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
 

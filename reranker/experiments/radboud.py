@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.config import merge, slug, training_config
 from reranker.experiments import register
-from reranker.experiments.base import PRECISION_WORDS, Plugin, unknown_measures
+from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
 from reranker.registry import FIRST_STAGES
 
 
@@ -26,21 +26,16 @@ def pretrained_checkpoint(name: str) -> str:
 
 
 def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-    """What the schema cannot say: the section's names exist, and name each other."""
-    collections, problems, used = config["collections"], [], []
+    """What the schema cannot say of `radboud:`: its collection, base, pre-trainings and tables exist."""
     radboud = config["radboud"]
-    if radboud["collection"]:
-        if radboud["collection"] not in collections:
-            problems.append(f"  radboud/collection: unknown collection {radboud['collection']!r}")
-        used += [("radboud/base", radboud["base"])]
-        problems += unknown_measures(config, "radboud")
-        problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
-                     for name, spec in radboud["variants"].items()
-                     if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
-        problems += [f"  radboud/variants/{name}/tables: unknown table {table!r} (radboud/tables: "
-                     f"{', '.join(radboud['tables'])})"
-                     for name, spec in radboud["variants"].items() for table in spec["tables"]
-                     if table not in radboud["tables"]]
+    problems, used = section_problems(config, "radboud")
+    problems += [f"  radboud/variants/{name}/pretrained: unknown pre-training {spec['pretrained']!r}"
+                 for name, spec in radboud["variants"].items()
+                 if spec.get("pretrained") and spec["pretrained"] not in radboud["pretraining"]]
+    problems += [f"  radboud/variants/{name}/tables: unknown table {table!r} (radboud/tables: "
+                 f"{', '.join(radboud['tables'])})"
+                 for name, spec in radboud["variants"].items() for table in spec["tables"]
+                 if table not in radboud["tables"]]
     return problems, used
 
 
@@ -74,13 +69,7 @@ def ranking_label(ranking: str) -> str:
 
 
 @register
-class Radboud(Plugin):
-    name = "radboud"
-    about = "Verbrugge (2021): BM25 -> BERT on Cranfield, Tables 2.1-3.5"
-    rules = "workflow/rules/radboud.smk"
-    wall_clock_part = "radboud|segment_documents"
-    checkpoint_prefix = "radboud-"
-
+class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix="radboud-"):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
 

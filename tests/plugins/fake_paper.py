@@ -13,10 +13,8 @@ from reranker.registry import FIRST_STAGES
 
 
 @register
-class FakePaper(Plugin):
-    name = "fake_paper"
-    about = "a test's paper: BM25 against BM25+RM3"
-    rules = "tests/plugins/fake_paper.smk"
+class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against BM25+RM3",
+                rules="tests/plugins/fake_paper.smk"):
     schema = {"type": "object", "required": ["collection"], "additionalProperties": False,
               "properties": {"collection": {"type": "string"}, "caption": {"type": "string"}}}
 
