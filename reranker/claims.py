@@ -3,7 +3,8 @@
 A seed file (workflow/config/seed_tables.yaml) lists, per work, each of its tables: our table, the
 files that hold it, the effect the source reports and one or more claims. `index` checks every claim
 against the run folder's `numbers/*.json` (values, and the significance marks the tables stored) and
-writes the run's README: table by table, the file, the command and whether the effect held.
+writes the run's README: table by table, the file, the command and whether the effect held
+(`main_index`, reached as `python -m reranker tables index`).
 
 Claim kinds:
 - `compare`: the best row matching `rows` (globs) against the row `than`, on `measure`, per group (a
@@ -32,6 +33,7 @@ verdict is "not judged" unless the direction alone decides it (no where it faile
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import fnmatch
 import json
@@ -43,6 +45,7 @@ from typing import Any
 
 import yaml
 
+from reranker.formats.atomic import write_text
 from reranker.formats.errors import InputError, keys_checked
 from reranker.reproduction import SourceNumbersError, check_ref, describe, load_source_numbers, source_pair
 from reranker.significance import CORRECTIONS
@@ -385,3 +388,19 @@ def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
     if seeds.get("outro"):
         lines += [seeds["outro"].strip(), ""]
     return "\n".join(lines)
+
+
+def main_index(argv: list[str]) -> int:
+    """The run's README: every seed table of the three works, our file, its command, and whether the effect held."""
+    parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
+    parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
+    parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
+    parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
+    parser.add_argument("--command", default="", help="the command that made the run, named in the README")
+    parser.add_argument("--sources", help="the sources' numbers (default: source_numbers.yaml beside --seeds)")
+    args = parser.parse_args(argv)
+    # a ClaimError is an input error: `tables` reports it in one line (its main's exits_on_input_error)
+    text = index(load_seeds(args.seeds, args.sources), Path(args.run_dir), args.command)
+    write_text(args.out, text)
+    print(args.out)
+    return 0

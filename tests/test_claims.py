@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker import claims, significance, tables
+from reranker import claims, notes, significance, tables
 from reranker.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
 
@@ -136,7 +136,7 @@ def test_the_stored_default_keeps_a_learned_birch_row():
     """What issue 8 asked of the stored default (results/, from a clean run), so that promoting a worse
     run fails here: a fine-tuned row beats BM25+RM3 on AP, significantly, on at least 2 of the 4
     collections; the classifier alone reaches 0.8x BM25+RM3's AP on Cranfield; every checkpoint's
-    kept held-out loss is clearly below its label prior's (tables.learned: by more than the margin)."""
+    kept held-out loss is clearly below its label prior's (notes.learned: by more than the margin)."""
     results = Path(__file__).resolve().parent.parent / "results"
     document = json.loads((results / "numbers" / "birch_main.json").read_text())
     rows_held = {}  # the seed index's own check, one fine-tuned row and one collection at a time
@@ -151,7 +151,7 @@ def test_the_stored_default_keeps_a_learned_birch_row():
     alone = max(v["AP@1000"] for row, v in cranfield.items() if row.startswith("MaxP over sentences, BERT("))
     assert alone >= 0.8 * cranfield["BM25+RM3"]["AP@1000"]
     for name, checkpoint in document["provenance"]["checkpoints"].items():
-        assert tables.learned(checkpoint["validation"]), name
+        assert notes.learned(checkpoint["validation"]), name
 
 
 def holm_document(pvalues: dict | None, group: str = "g") -> dict:

@@ -9,11 +9,12 @@ import statistics
 import pytest
 from scipy import stats
 
-from reranker import significance, tables
+from reranker import notes, significance, tables
 from reranker.evaluate import evaluate
 from reranker.formats.runs import write_run
 from reranker.registry import CORRECTIONS
 from reranker.significance import paired_ttest
+from reranker.table import SIGNIFICANT, SOURCE_COLUMN, Table, write_numbers
 
 MEASURES = ["AP@1000", "P@20", "nDCG@20"]
 
@@ -64,18 +65,18 @@ def test_table_marks_significant_rows_in_every_format(tmp_path):
     first = next(iter(slightly))
     slightly[first] = {d: s + (0.5 if d in qrels[first] else 0.0) for d, s in base[first].items()}
     measures = ["AP@1000", "P@20", "nDCG@20"]
-    table = tables.Table("test", ["synthetic"], measures)
+    table = Table("test", ["synthetic"], measures)
     baseline = evaluate(base, qrels, measures)
     tables.add_system(table, "baseline", "synthetic", baseline)
     tables.add_system(table, "better", "synthetic", evaluate(better, qrels, measures), baseline)
     tables.add_system(table, "one query better", "synthetic", evaluate(slightly, qrels, measures), baseline)
-    assert table.marks.get(("better", "synthetic", "AP@1000")) == tables.SIGNIFICANT
+    assert table.marks.get(("better", "synthetic", "AP@1000")) == SIGNIFICANT
     assert ("one query better", "synthetic", "AP@1000") not in table.marks
     assert ("baseline", "synthetic", "AP@1000") not in table.marks
     paths = table.write(tmp_path / "t", ["md", "csv", "tex", "html"])
     md, csv_text, tex, html = (p.read_text() for p in paths)
     assert f"<td><b>{table.text('better', 'synthetic', 'AP@1000')}</b></td>" in html and "<caption" in html
-    assert f"{baseline.aggregate['AP@1000']:.4f}" in md and tables.SIGNIFICANT in md
+    assert f"{baseline.aggregate['AP@1000']:.4f}" in md and SIGNIFICANT in md
     assert "better,synthetic,AP@1000" in csv_text and csv_text.count(",1\n") >= 1
     assert "$^\\dagger$" in tex and "\\begin{tabular}" in tex
 
@@ -105,7 +106,7 @@ def test_a_correction_removes_marks_per_column_and_names_itself(tmp_path):
                             "--correction", correction, "--out", str(out), "--formats", "md", "csv"]) == 0
         md = out.with_suffix(".md").read_text()
         rows = [line for line in md.splitlines() if line.startswith("| ")]
-        marked[correction] = {line.split(" | ")[0].lstrip("| ") for line in rows if tables.SIGNIFICANT in line.split(" | ", 1)[-1]}
+        marked[correction] = {line.split(" | ")[0].lstrip("| ") for line in rows if SIGNIFICANT in line.split(" | ", 1)[-1]}
         assert significance.CORRECTIONS[correction].phrase in md
     assert "better" in marked["holm"] and "better" in marked["bonferroni"]
     assert marked["bonferroni"] <= marked["holm"] <= marked["none"]
@@ -113,7 +114,7 @@ def test_a_correction_removes_marks_per_column_and_names_itself(tmp_path):
 
 
 def test_ties_at_the_printed_precision_are_all_bold():
-    table = tables.Table("ties", ["c"], ["P@20"])
+    table = Table("ties", ["c"], ["P@20"])
     for row, value in [("zeta", 0.16020000001), ("alpha", 0.1602), ("worse", 0.15)]:
         table.add(row, "c", "P@20", value)
     md = table.to_markdown()
@@ -142,7 +143,7 @@ def test_command_line_table_figure_and_numbers(tmp_path):
 
 
 def test_both_marks_are_latex_in_tex_tables():
-    table = tables.Table("c", ["g"], ["AP@1000"], notes=["† against BM25; ‡ against the baseline reranker."])
+    table = Table("c", ["g"], ["AP@1000"], notes=["† against BM25; ‡ against the baseline reranker."])
     table.add("BM25", "g", "AP@1000", 0.2)
     table.add("Variant", "g", "AP@1000", 0.3, "†‡")
     tex = table.to_latex()
@@ -181,7 +182,8 @@ def test_a_part_of_a_resumed_run_is_timed_over_its_logs_without_the_gaps(tmp_pat
 
 
 def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
-    from reranker.tables import main, wall_clock
+    from reranker.records import wall_clock
+    from reranker.tables import main
 
     log = tmp_path / "2026-01-01T000000.000000.snakemake.log"
     log.write_text("Assuming unrestricted shared filesystem usage.\n\nSNAKEMAKE\n=========\n  Date: 2026-01-01 00:00:00\n"
@@ -455,6 +457,36 @@ def test_resources_table_without_benchmarks_is_an_error_and_writes_nothing(tmp_p
     assert "no job benchmarks" in capsys.readouterr().err and not list(tmp_path.glob("resources*"))
 
 
+def test_finish_times_the_run_and_its_parts_then_makes_the_resources_table_with_that_wall_clock(tmp_path, capsys):
+    """`python -m reranker.finish`, make run's steps after the DAG, without the report: run.json from the
+    run's log, the time of a paper's part its jobs ran, another part's file kept, the resources table."""
+    from reranker import finish
+
+    run = tmp_path / "run"
+    a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/radboud-swap-g1-f1/reranker.json")
+    b1, b2 = snakemake_job("09:10:00", "09:40:00", "index", 2, "indexes/cranfield")
+    log = run / "logs" / "2026-11-23T085900.000000.snakemake.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("  Date: 2026-11-23 08:59:00\n" + a1 + a2 + b1 + b2 + "2 of 2 steps (100%) done\nElapsed time: 0:41:00\n")
+    ntnu = run / "numbers" / "ntnu_time.json"
+    ntnu.parent.mkdir(parents=True)
+    ntnu.write_text('{"wall_clock_seconds": 60.0}')  # timed by an earlier stretch: no NTNU job ran in this one
+    write_benchmark(run / "benchmarks", "train", "radboud-swap-g1-f1", 600, 1_000_600)
+    write_benchmark(run / "benchmarks", "index", "cranfield", 1800, 1_002_400)
+    assert finish.main(["--run-dir", str(run), "--command", "make run", "--no-report"]) == 0
+    assert json.loads((run / "numbers" / "run.json").read_text())["wall_clock_seconds"] == 41 * 60
+    radboud = json.loads((run / "numbers" / "radboud_time.json").read_text())
+    assert radboud["wall_clock_seconds"] == 10 * 60 and radboud["jobs"] == 1 and radboud["command"] == "make run"
+    assert ntnu.read_text() == '{"wall_clock_seconds": 60.0}' and "ntnu_time.json kept" in capsys.readouterr().err
+    rows = json.loads((run / "numbers" / "resources.json").read_text())["numbers"]["resources"]
+    assert set(rows) == {"index · cranfield", "train · radboud-*", "sum"}  # the paper's checkpoints: one row
+    assert "wall clock (Snakemake's logs, numbers/run.json): 41.0 min" in (run / "tables" / "resources.md").read_text()
+    assert (run / "tables" / "resources.html").exists() and not (run / "report.html").exists()
+    # the report, made by the DAG's own command: tests/test_kill_resume.py's `make run`
+    assert finish.main(["--run-dir", str(tmp_path / "none"), "--no-report"]) == 2  # no log to time: one line, exit 2
+    assert "no *.snakemake.log" in capsys.readouterr().err
+
+
 def test_device_usage_says_none_on_a_cpu_and_parts_combine():
     import torch
 
@@ -475,9 +507,9 @@ def test_a_held_out_loss_within_the_margin_of_the_prior_is_not_called_learning()
     def meta(loss):
         return {"steps": 150, "validation": {"loss": loss, "prior_loss": 0.377, "selected_step": 150, "select": "loss",
                                              "untrained_loss": 0.69, "pairs": 100}}
-    assert "within the 5% margin: it did not learn" in tables.checkpoint_note("baseline", meta(0.371))
-    assert "17% below it)" in tables.checkpoint_note("baseline", meta(0.313))
-    note = tables.folds_note("baseline", [meta(0.371), meta(0.313), meta(0.380)])
+    assert "within the 5% margin: it did not learn" in notes.checkpoint_note("baseline", meta(0.371))
+    assert "17% below it)" in notes.checkpoint_note("baseline", meta(0.313))
+    note = notes.folds_note("baseline", [meta(0.371), meta(0.313), meta(0.380)])
     assert note.endswith("more than 5% below the prior (learned) on 1 of 3 folds.")
 
 
@@ -501,7 +533,7 @@ def _table_with_source(tmp_path):
     from reranker.formats.source_numbers import read_source_numbers
 
     base, better, qrels = runs_and_qrels()
-    table = tables.Table("test", ["synthetic"], MEASURES)
+    table = Table("test", ["synthetic"], MEASURES)
     baseline = evaluate(base, qrels, MEASURES)
     tables.add_system(table, "baseline", "synthetic", baseline)
     tables.add_system(table, "better", "synthetic", evaluate(better, qrels, MEASURES), baseline)
@@ -524,7 +556,7 @@ def test_the_sources_numbers_stand_beside_ours_at_our_setting_and_all_in_a_block
     assert "lr 3e-5" in md and "x.txt" not in md.split("Table 9 (§)")[0]
     assert "§ BERT-large,synthetic,nDCG@20 (lr 3e-5),0.61," in csv_text
     assert "\\S{}" in tex and "0.5445" in tex and "0.5445" in html
-    assert not table.best("synthetic", tables.SOURCE_COLUMN + "nDCG@20")  # never bold
+    assert not table.best("synthetic", SOURCE_COLUMN + "nDCG@20")  # never bold
 
 
 def test_a_stored_table_renders_again_from_its_numbers_with_cells_pending(tmp_path):
@@ -532,8 +564,8 @@ def test_a_stored_table_renders_again_from_its_numbers_with_cells_pending(tmp_pa
     table.source = None
     table.notes.append("a note")
     first = table.write(tmp_path / "a", ["md", "csv", "tex", "html"])
-    tables.write_numbers(table, tmp_path / "a.json", {"command": "test"})
-    again = tables.Table.from_document(json.loads((tmp_path / "a.json").read_text()))
+    write_numbers(table, tmp_path / "a.json", {"command": "test"})
+    again = Table.from_document(json.loads((tmp_path / "a.json").read_text()))
     assert [p.read_text() for p in again.write(tmp_path / "b", ["md", "csv", "tex", "html"])] == [p.read_text() for p in first]
     (tmp_path / "sources.yaml").write_text(SOURCE_YAML)
     assert tables.main(["rerender", "--numbers", str(tmp_path / "a.json"), "--out", str(tmp_path / "a"),
