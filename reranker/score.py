@@ -15,23 +15,22 @@ PrecisionNotApplicable with the reason instead of emulating bf16 slowly.
 
 Speed: every pair is tokenised once, pairs are sorted by token length into batches padded only to
 their own longest pair, and the model runs under torch.inference_mode with SDPA attention (no mask
-when a batch has no padding). For BERT models the encoder runs here, layer by layer on the model's
-own modules, so that the last layer computes only what the head reads: for a [CLS] head, keys and
-values for every token but query, attention output and feed-forward for [CLS] alone (a third less
-work for a 3-layer MiniLM); a mean-pooled head reads every token. The test suite checks it against the
-plain Hugging Face forward, pair by pair.
+when a batch has no padding). For BERT models the encoder runs in reranker.forward, layer by layer
+on the model's own modules, so that the last layer computes only what the head reads ([CLS] alone
+for a [CLS] head). The test suite checks it against the plain Hugging Face forward, pair by pair.
 
 Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
 shards of whole queries (about `shard_size` pairs) written atomically to `<out>.shards/`; a killed run
 resumes at the first missing shard. `--part I/N` scores only the I-th of N contiguous blocks of
 those shards, so that one collection spreads over N jobs (a cluster's nodes); `score gather`
-concatenates the parts. A shard's batches depend only on its own pairs and the cache, and pairs of
-one query stay in one shard, so the gathered file equals an unsharded run's byte for byte (from the
-same cache state; two queries with the same text are the one way a pair can recur across shards).
-Scores are cached in SQLite under keys of (model fingerprint, kind, dtype, max length, query text,
-unit text), committed per shard, so reruns and other experiments reuse them and two processes can
-share a cache. Batches are formed within a shard from its uncached pairs only, so an interrupted
-and resumed run produces the same bytes as an uninterrupted one from the same cache state.
+concatenates the parts (the plan and the gather: reranker.shards). A shard's batches depend only on
+its own pairs and the cache, and pairs of one query stay in one shard, so the gathered file equals
+an unsharded run's byte for byte (from the same cache state; two queries with the same text are the
+one way a pair can recur across shards). Scores are cached in SQLite (reranker.formats.score_cache)
+under keys of (model fingerprint, kind, dtype, max length, query text, unit text), committed per
+shard, so reruns and other experiments reuse them and two processes can share a cache. Batches are
+formed within a shard from its uncached pairs only, so an interrupted and resumed run produces the
+same bytes as an uninterrupted one from the same cache state.
 
 Output: TSV `qid<TAB>doc_id<TAB>unit<TAB>score` and `<out>.meta.json`.
 """
@@ -39,14 +38,11 @@ Output: TSV `qid<TAB>doc_id<TAB>unit<TAB>score` and `<out>.meta.json`.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import shutil
-import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,19 +54,22 @@ from tqdm import tqdm
 
 from reranker.batching import length_batches, pad_batch, tokenize_pairs
 from reranker.cli import add_config, add_files
-from reranker.formats.atomic import write_json, write_text
+from reranker.formats.atomic import write_json
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import fold_test_queries
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
+from reranker.formats.score_cache import ScoreCache
 from reranker.formats.segments import Segments, read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
-from reranker.hardware import DeviceUsage, combine_usage, compute_dtype, cpu_threads, machine, resolve_precision
+from reranker.forward import bert_logits, supports_fast_path
+from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, machine, resolve_precision
 from reranker.models import Classifier, load_classifier, mean_pool, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
+from reranker.shards import GatherError, gather_parts, parse_part, part_range, plan_digest, plan_shards, prepare_shards, shard_dir
 
 KINDS = tuple(SCORE_KINDS)  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
@@ -105,107 +104,7 @@ def make_pairs(run: Run, topics: Mapping[str, str], segments: Segments,
     return pairs
 
 
-# ---------------------------------------------------------------- cache
-
-class ScoreCache:
-    """Content-addressed logits in SQLite (WAL, busy timeout), shared by processes and experiments.
-
-    A row holds every logit of a pair, so the rankings read from one head (a grade level, argmax)
-    score each pair once.
-    """
-
-    def __init__(self, directory: str | os.PathLike):
-        self.path = Path(directory) / "scores.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=120)
-        # Switching a new database to WAL can fail at once with "locked", without waiting, while
-        # another process creates it; retry for a while.
-        for attempt in range(100):
-            try:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS logits (key BLOB PRIMARY KEY, logits BLOB NOT NULL) "
-                                 "WITHOUT ROWID")
-                self._db.commit()
-                break
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) or attempt == 99:
-                    raise
-                time.sleep(0.1)
-
-    @staticmethod
-    def key(context: Sequence[Any], query: str, text: str) -> bytes:
-        return hashlib.sha256(json.dumps([*context, query, text], ensure_ascii=False).encode()).digest()[:16]
-
-    def get(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        found: dict[bytes, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT key, logits FROM logits WHERE key IN ({marks})", chunk).fetchall()
-            found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
-        return found
-
-    def put(self, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
-        with self._db:
-            self._db.executemany("INSERT OR IGNORE INTO logits (key, logits) VALUES (?, ?)",
-                                 ((key, np.asarray(row, dtype=np.float32).tobytes()) for key, row in items))
-
-    def close(self) -> None:
-        self._db.close()
-
-
 # ---------------------------------------------------------------- model
-
-def supports_fast_path(model: Any) -> bool:
-    """A BERT classifier that `bert_logits` reproduces: an encoder with absolute positions."""
-    from transformers import BertForNextSentencePrediction, BertForSequenceClassification
-
-    from reranker.models import mean_pooled_class
-
-    config = model.config
-    return (isinstance(model, (BertForSequenceClassification, BertForNextSentencePrediction, mean_pooled_class()))
-            and not config.is_decoder and getattr(config, "position_embedding_type", "absolute") == "absolute")
-
-
-def _attention(layer: Any, queries: torch.Tensor, hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """One BERT self-attention block for the positions in `queries` attending to all of `hidden`."""
-    attention = layer.attention.self
-    heads, size = attention.num_attention_heads, attention.attention_head_size
-
-    def split(x: torch.Tensor) -> torch.Tensor:
-        return x.view(x.shape[0], x.shape[1], heads, size).transpose(1, 2)
-
-    context = torch.nn.functional.scaled_dot_product_attention(
-        split(attention.query(queries)), split(attention.key(hidden)), split(attention.value(hidden)),
-        attn_mask=mask, scale=attention.scaling)
-    context = context.transpose(1, 2).reshape(queries.shape[0], queries.shape[1], heads * size)
-    return layer.attention.output(context, queries)
-
-
-def _feed_forward(layer: Any, hidden: torch.Tensor) -> torch.Tensor:
-    return layer.output(layer.intermediate(hidden), hidden)
-
-
-def bert_logits(model: Any, head: str, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """Logits of a BERT classifier (eval mode), run layer by layer on the model's own modules.
-
-    A [CLS] head (pooler or NSP) reads one position, so the last layer computes query, attention
-    output and feed-forward for [CLS] alone; a mean-pooled head reads every token, so it does not.
-    """
-    mask = batch["attention_mask"]
-    # Boolean (batch, 1, 1, length) mask for SDPA; none when nothing is padded (a faster kernel).
-    sdpa_mask = None if bool(mask.all()) else mask.bool()[:, None, None, :]
-    hidden = model.bert.embeddings(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"])
-    *layers, last = model.bert.encoder.layer
-    for layer in layers:
-        hidden = _feed_forward(layer, _attention(layer, hidden, hidden, sdpa_mask))
-    if head == "mean_pooling":
-        hidden = _feed_forward(last, _attention(last, hidden, hidden, sdpa_mask))
-        return model.classifier(mean_pool(hidden, mask))
-    cls = _feed_forward(last, _attention(last, hidden[:, :1], hidden, sdpa_mask))
-    pooled = model.bert.pooler(cls) if model.bert.pooler is not None else cls[:, 0]
-    return (model.classifier if hasattr(model, "classifier") else model.cls)(pooled)
-
 
 class Scorer:
     """Batched, length-bucketed, dynamically padded scoring of (query, text) pairs."""
@@ -367,68 +266,6 @@ class Scorer:
 
 # ---------------------------------------------------------------- shards and output
 
-def shard_dir(out: str | os.PathLike) -> Path:
-    return Path(str(out) + ".shards")
-
-
-def _plan_digest(pairs: Sequence[UnitPair], context: Sequence[Any], shard_size: int) -> str:
-    digest = hashlib.sha256(json.dumps([*context, shard_size]).encode())
-    for pair in pairs:
-        digest.update(f"{pair.qid}\t{pair.doc_id}\t{pair.unit}\t{pair.query}\t{pair.text}\n".encode())
-    return digest.hexdigest()
-
-
-def _prepare_shards(directory: Path, plan: str) -> None:
-    """Keep shards of the same plan; shards of another plan (other pairs or model) are discarded."""
-    plan_file = directory / "plan.json"
-    if directory.exists():
-        previous = json.loads(plan_file.read_text()).get("plan") if plan_file.exists() else None
-        if previous == plan:
-            return
-        print(f"score: {directory} holds shards of other inputs; starting over", file=sys.stderr)
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    write_text(plan_file, json.dumps({"plan": plan}) + "\n")
-
-
-def plan_shards(pairs: Sequence[UnitPair], shard_size: int) -> list[tuple[int, int]]:
-    """[start, end) of each shard: whole queries, closed before a query would take it past `shard_size`.
-
-    A query with more pairs than `shard_size` is a shard of its own. Keeping a query's pairs together
-    keeps each repeated (query, unit) text inside one shard, so shards never depend on each other.
-    """
-    if shard_size < 1:
-        raise InputError("shard size must be positive")
-    bounds: list[tuple[int, int]] = []
-    start = query_start = 0
-    for index in range(1, len(pairs) + 1):
-        if index < len(pairs) and pairs[index].qid == pairs[index - 1].qid:
-            continue
-        if index - start > shard_size and query_start > start:  # this query would overflow the shard
-            bounds.append((start, query_start))
-            start = query_start
-        query_start = index
-    bounds.append((start, len(pairs)))
-    return bounds
-
-
-def parse_part(text: str) -> tuple[int, int]:
-    """`I/N` (1 <= I <= N) -> (I, N)."""
-    try:
-        index, count = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise InputError(f"--part must be I/N, such as 2/8; found {text!r}") from None
-    if not 1 <= index <= count:
-        raise InputError(f"--part {text}: I must be between 1 and N")
-    return index, count
-
-
-def part_range(n_shards: int, part: tuple[int, int]) -> range:
-    """The shards of part I of N: the I-th of N contiguous, near-equal blocks (possibly empty)."""
-    index, count = part
-    return range((index - 1) * n_shards // count, index * n_shards // count)
-
-
 @dataclass
 class _ShardWork:
     """A shard's pairs as the model will see them: cache hits, the unique pairs left, their tokens (pending)."""
@@ -456,7 +293,7 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
     bounds = plan_shards(pairs, shard_size)
     shards = part_range(len(bounds), part)
     directory = shard_dir(out)
-    _prepare_shards(directory, _plan_digest(pairs, [*scorer.score_context, list(part)], shard_size))
+    prepare_shards(directory, plan_digest(pairs, [*scorer.score_context, list(part)], shard_size))
     shard_files = {i: directory / f"shard-{i:05d}.tsv" for i in shards}
     first_missing = next((i for i in shards if not shard_files[i].exists()), shards.stop)
     part_pairs = bounds[shards.stop - 1][1] - bounds[shards.start][0] if shards else 0
@@ -567,50 +404,6 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
         "queries": len(run), "relevant_index": classifier.relevant_index,
         "device_usage": usage.record(), "machine": machine(),
     }
-    write_json(meta_path(out), meta, indent=2, sort_keys=True)
-    return meta
-
-
-class GatherError(ValueError):
-    """Parts that do not make up one whole run."""
-
-
-def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict[str, Any]:
-    """Concatenate the parts of a sharded score run, in part order, into `out`; write and return its meta.
-
-    Each part's meta must say it is part I of the same N, of the same plan, and every part must be there:
-    a missing or foreign part fails before anything is written.
-    """
-    metas = []
-    for path in parts:
-        if not Path(path).exists() or not meta_path(path).exists():
-            raise GatherError(f"gather: part {path} (or its .meta.json) does not exist; score it first")
-        metas.append(json.loads(meta_path(path).read_text()))
-    if not metas:
-        raise GatherError("gather: no parts given")
-    count = len(metas)
-    order: dict[int, tuple[str | os.PathLike, dict[str, Any]]] = {}  # I -> (path, meta)
-    for path, meta in zip(parts, metas):
-        index, n = parse_part(meta.get("part", "1/1"))
-        if n != count:
-            raise GatherError(f"gather: {path} is part {index}/{n}, but {count} parts were given")
-        if index in order:
-            raise GatherError(f"gather: {path} and {order[index][0]} are both part {index}/{n}")
-        order[index] = (path, meta)
-    same = ("fingerprint", "kind", "dtype", "max_length", "candidates", "shard_size", "plan_shards", "plan_pairs")
-    for key in same:
-        values = {json.dumps(meta.get(key)) for meta in metas}
-        if len(values) > 1:
-            raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
-    ordered = [order[i] for i in range(1, count + 1)]
-    join_unit_scores([path for path, _ in ordered], out)
-    first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}
-    summed = {key: sum(meta[key] for _, meta in ordered)
-              for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds", "seconds")}
-    meta = {**first, **summed, "parts": [str(path) for path, _ in ordered], "seconds": round(summed["seconds"], 3),
-            "device_usage": combine_usage([meta.get("device_usage") for _, meta in ordered])}
-    meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
-    meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None
     write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
 

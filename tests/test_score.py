@@ -17,7 +17,7 @@ import torch
 import yaml
 from test_segment import cranfield_inputs
 
-from reranker import hardware
+from reranker import hardware, shards
 from reranker import score as sc
 from reranker import segment as seg
 from reranker.formats.errors import FormatError
@@ -110,7 +110,7 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     args = cli_args(inputs, tiny_model_dir, resumed, tmp_path / "run-a", "--shard-size", str(shard_size), batch_size=4)
     process = subprocess.Popen([sys.executable, "-m", "reranker", "score", *args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    first_shard = sc.shard_dir(resumed) / "shard-00000.tsv"
+    first_shard = shards.shard_dir(resumed) / "shard-00000.tsv"
     deadline = time.monotonic() + 90
     while not first_shard.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -120,8 +120,8 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
 
     assert sc.main(args) == 0
     meta = json.loads(meta_path(resumed).read_text())
-    assert meta["shards_resumed"] >= 1 and meta["shards"] == len(sc.plan_shards(pairs, shard_size))
-    assert not sc.shard_dir(resumed).exists()
+    assert meta["shards_resumed"] >= 1 and meta["shards"] == len(shards.plan_shards(pairs, shard_size))
+    assert not shards.shard_dir(resumed).exists()
 
     assert sc.main(cli_args(inputs, tiny_model_dir, uninterrupted, tmp_path / "run-b",
                             "--shard-size", str(shard_size), batch_size=4)) == 0
@@ -143,12 +143,12 @@ def test_next_shard_tokenised_beside_the_model_gives_the_same_bytes(pairs, tiny_
         outputs[prefetch] = out.read_bytes()
         assert counts["scored"] == len(pairs)
     assert outputs[True] == outputs[False]
-    assert len(calls) == len(sc.plan_shards(pairs, 32))  # every shard prepared, only when prefetching
+    assert len(calls) == len(shards.plan_shards(pairs, 32))  # every shard prepared, only when prefetching
 
 
 def test_shards_hold_whole_queries_near_the_shard_size(pairs):
     for size in (1, 32, 100, 250, 10**6):
-        bounds = sc.plan_shards(pairs, size)
+        bounds = shards.plan_shards(pairs, size)
         assert bounds[0][0] == 0 and bounds[-1][1] == len(pairs)
         assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
         qids = [{p.qid for p in pairs[start:end]} for start, end in bounds]
@@ -157,19 +157,19 @@ def test_shards_hold_whole_queries_near_the_shard_size(pairs):
         # a shard closes only when the next query would overflow it
         assert all(end - start + sum(p.qid == pairs[end].qid for p in pairs[end:]) > size
                    for start, end in bounds[:-1])
-    assert sc.plan_shards([], 10) == [(0, 0)]
-    assert [len(sc.part_range(10, (i, 4))) for i in range(1, 5)] == [2, 3, 2, 3]
-    assert list(sc.part_range(2, (1, 3))) == []  # more parts than shards: some parts are empty
+    assert shards.plan_shards([], 10) == [(0, 0)]
+    assert [len(shards.part_range(10, (i, 4))) for i in range(1, 5)] == [2, 3, 2, 3]
+    assert list(shards.part_range(2, (1, 3))) == []  # more parts than shards: some parts are empty
     with pytest.raises(ValueError, match="I/N"):
-        sc.parse_part("2of3")
+        shards.parse_part("2of3")
     with pytest.raises(ValueError, match="between 1 and N"):
-        sc.parse_part("4/3")
+        shards.parse_part("4/3")
 
 
 def test_parts_scored_apart_gather_to_the_unsharded_bytes(inputs, pairs, tiny_model_dir, tmp_path):
     """Scatter/gather as a cluster runs it: each part a separate job with its own cache (another node)."""
     shard_size, n_parts = 60, 2
-    assert len(sc.plan_shards(pairs, shard_size)) > n_parts  # a part of several shards
+    assert len(shards.plan_shards(pairs, shard_size)) > n_parts  # a part of several shards
     whole = tmp_path / "whole.tsv"
     assert sc.main(cli_args(inputs, tiny_model_dir, whole, tmp_path / "run-whole", "--shard-size", str(shard_size),
                             batch_size=8)) == 0
