@@ -17,7 +17,10 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)  # rules call `python`: the suite's venv
 export OPENAI_API_KEY ?= not-used-by-birch-repro
 
 PROFILE ?= default
-RUN_DIR = runs/$(PROFILE)
+RUN_DIR ?= runs/$(PROFILE)
+# The DAG's command: a plain `snakemake` loads the default profile by itself (profiles/default), another
+# PROFILE is named; SNAKEMAKE_ARGS adds to it (e.g. --configfile my.yaml, whose run_dir is RUN_DIR).
+SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) $(SNAKEMAKE_ARGS)
 
 .PHONY: setup run test quick promote lint benchmarks dry-run image test-image test-cluster browser
 
@@ -34,26 +37,17 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# then the run's wall clock (runs/default/numbers/run.json), the part of each paper that has one (the
-# registry's, `python -m reranker.experiments parts`: the union of its jobs' spans, <name>_time.json), the
-# resources table again with that wall clock, and the HTML report of every table and figure
-# (runs/default/report.html). A run stopped and resumed (`make run` again) is
+# then, in one call (python -m reranker.finish, whose docstring says what it writes), the run's wall clock
+# (runs/default/numbers/run.json), the part of each paper that has one (the registry's: the union of its
+# jobs' spans, <name>_time.json), the resources table again with that wall clock, and the HTML report of
+# every table and figure (runs/default/report.html). A run stopped and resumed (`make run` again) is
 # one run made in stretches: each stretch's Snakemake log is kept in runs/default/logs/ and the wall clock
-# adds the stretches up, pauses left out.
-RUN_LOGS = $(RUN_DIR)/logs
+# adds the stretches up, pauses left out. One lock per run folder (reranker.exclusive) instead of
+# Snakemake's, which outlives a SIGKILL: a run whose machine went away resumes with `make run` alone.
 run: setup
-	@mkdir -p $(RUN_LOGS) && touch $(RUN_LOGS)/.stretch
-	$(BIN)/snakemake --cores $(CORES); status=$$?; \
-	find .snakemake/log -name '*.snakemake.log' -newer $(RUN_LOGS)/.stretch -exec cp -p {} $(RUN_LOGS)/ \; ; exit $$status
-	logs="$$(printf -- '--log %s ' $(RUN_LOGS)/*.snakemake.log)" && \
-	$(BIN)/python -m reranker tables wallclock $$logs --out $(RUN_DIR)/numbers/run.json --command "make run" && \
-	$(BIN)/python -m reranker.experiments parts | while read -r name part; do \
-		$(BIN)/python -m reranker tables wallclock $$logs --part "$$part" \
-			--out $(RUN_DIR)/numbers/$${name}_time.json --command "make run" || exit 1; done
-	$(BIN)/python -m reranker tables resources --run-dir $(RUN_DIR) --wall-clock $(RUN_DIR)/numbers/run.json \
-		--checkpoint-groups $$($(BIN)/python -m reranker.experiments prefixes) \
-		--formats md csv html --out $(RUN_DIR)/tables/resources --numbers $(RUN_DIR)/numbers/resources.json --command "make run"
-	$(BIN)/snakemake --cores $(CORES) --report $(RUN_DIR)/report.html
+	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --logs-only
+	$(BIN)/python -m reranker.exclusive $(RUN_DIR)/.lock $(SNAKEMAKE) --nolock
+	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --command "make run" --snakemake "$(SNAKEMAKE)"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser

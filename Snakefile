@@ -33,7 +33,7 @@ for cid in dict.fromkeys(CFG["birch"]["targets"] + CFG["baselines"]["collections
     load_collection(cid, CFG).check_files()  # name every missing file, and where it goes, before any job starts
 
 
-# Used with --use-singularity / --sdm apptainer; build it from containers/ (see README).
+# Used with --sdm apptainer (or its alias --use-singularity); build it from containers/ (see README).
 container: CFG["container"]
 
 

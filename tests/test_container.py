@@ -134,7 +134,7 @@ def apptainer_ready() -> str | None:
 
 
 def test_quick_profile_with_apptainer_reproduces_the_stored_tables(tmp_path, birch_data):
-    """`snakemake --use-singularity` (containers/snakemake-apptainer) with the SIF: the same tables."""
+    """`snakemake --sdm apptainer` (containers/snakemake-apptainer) with the SIF: the same tables."""
     reason = apptainer_ready()
     if reason:
         pytest.skip(reason)

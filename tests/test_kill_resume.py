@@ -122,3 +122,43 @@ def test_segment_and_fuse(cranfield, tmp_path):
     timed([*fuse, "--out", str(outputs["killed"][0]), "--params-out", str(outputs["killed"][1])])
     assert outputs["killed"][0].read_bytes() == outputs["whole"][0].read_bytes()
     print(f"redone: segment {seconds:.1f} s, fuse {fuse_seconds:.1f} s")
+
+
+def test_a_run_killed_with_sigkill_resumes_with_make_run(tmp_path, birch_data):
+    """The machine goes away mid-run (SIGKILL to make, snakemake and the running job at once); `make run`
+    again finishes the run: the default profile's rerun-incomplete redoes the killed job, the stale lock
+    is lifted, and the wall clock adds the two stretches. A small configuration (the test paper's, on
+    Cranfield) through the Makefile's own target, post-DAG steps and report included."""
+    from tests.test_plugins import LAYER, SEEDS
+
+    repo = Path(__file__).resolve().parent.parent
+    run_dir = tmp_path / "run"
+    layer = tmp_path / "layer.yaml"
+    seeds = tmp_path / "seeds.json"  # the test paper's claims, judged by the run's README
+    seeds.write_text(json.dumps(SEEDS))
+    layer.write_text(json.dumps({**LAYER, "run_dir": str(run_dir), "reference": str(tmp_path / "reference"),
+                                 "seed_tables": str(seeds)}))
+    venv = Path(sys.executable).parent.parent  # this interpreter's: `-o setup` installs nothing
+    make = ["make", "-o", "setup", "run", f"VENV={venv}", "CORES=2", f"RUN_DIR={run_dir}",
+            f"SNAKEMAKE_ARGS=--configfile {layer}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    first = tmp_path / "first.log"
+    with open(first, "w") as out:
+        process = subprocess.Popen(make, cwd=repo, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + 600
+        while "rule retrieve:" not in first.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert process.poll() is None, first.read_text()[-3000:]
+        time.sleep(2)  # inside a retrieve job
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    done = subprocess.run(make, cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "Using workflow specific profile profiles/default" in done.stderr  # plain snakemake: the default profile
+    left = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(layer)], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert left.returncode == 0 and "Nothing to be done" in left.stdout + left.stderr, left.stderr[-2000:]
+    record = json.loads((run_dir / "numbers" / "run.json").read_text())
+    assert len(record["stretches"]) == 2 and not record["stretches"][0]["finished"] and record["stretches"][1]["finished"]
+    for path in ("tables/fake_paper_1.md", "tables/baselines.md", "tables/resources.md", "report.html", "README.md"):
+        assert (run_dir / path).exists(), path

@@ -117,10 +117,11 @@ rule resources_table:
 
 rule seed_index:
     """The run's README: every table of the three source works, our files, the command, and whether the effect
-    held, checked against the claims of workflow/config/seed_tables.yaml. After the comparison: every table is in."""
+    held, checked against the claims of `seed_tables` (workflow/config/seed_tables.yaml). After the comparison:
+    every table is in."""
     input:
         comparison=PATH("comparison"),
-        seeds="workflow/config/seed_tables.yaml",
+        seeds=CFG["seed_tables"],
         sources=SOURCE_NUMBERS,
     output:
         PATH("seed_index"),
