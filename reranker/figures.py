@@ -22,6 +22,7 @@ from reranker.formats.errors import FormatError
 from reranker.formats.evaluations import read_evaluation
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
+from reranker.formats.table_spec import read_spec
 from reranker.formats.text import iter_jsonl
 from reranker.reporting import MEASURE_LABELS, TableError, provenance
 
@@ -44,8 +45,10 @@ def add_figure_parsers(sub: argparse._SubParsersAction) -> None:
     curves.add_argument("--what", choices=["both", "validation"], default="both",
                         help="both: training loss (moving average) and held-out loss; validation: held-out loss only")
     sweep = kinds.add_parser("sweep", help="measures against a swept number (e.g. candidates R), one line per system")
-    sweep.add_argument("--eval", action="append", required=True, metavar="X:LABEL:EVAL.json",
+    sweep.add_argument("--eval", action="append", default=[], metavar="X:LABEL:EVAL.json",
                        help="a saved evaluation at x-axis value X for line LABEL (repeatable)")
+    sweep.add_argument("--spec", metavar="FILE", help="the points as `sweep` records (reranker.formats.table_spec), "
+                                                      "as rules give them: instead of --eval")
     sweep.add_argument("--measures", nargs="+", required=True, help="one panel each (e.g. RR@10 R@10)")
     sweep.add_argument("--xlabel", default="R")
     sweep.add_argument("--logx", action="store_true", help="a logarithmic x axis (e.g. R = 10, 100, 1000)")
@@ -65,7 +68,13 @@ def run_figure(args: argparse.Namespace) -> list[Path]:
         numbers, logs, inputs = curves_numbers(args.checkpoint, args.what)
         curves_figure(logs, args.out, args.what, args.title)
     else:
-        numbers, inputs = sweep_numbers(args.eval, args.measures)
+        if args.spec and args.eval:
+            raise TableError(f"--spec {args.spec} gives the points: leave out --eval")
+        if not args.spec and not args.eval:
+            raise TableError("tables figure sweep: give --spec FILE or --eval")
+        points = (sweep_points(args.spec) if args.spec
+                  else [(*parse_sweep_spec(spec), f"--eval {spec!r}") for spec in args.eval])
+        numbers, inputs = sweep_numbers(points, args.measures)
         sweep_figure(numbers, args.measures, args.out, args.xlabel, args.title, args.logx)
     written = [Path(args.out)]
     if args.numbers:
@@ -277,30 +286,43 @@ def x_key(x: float) -> str:
     return str(int(x)) if x.is_integer() else repr(x)
 
 
-def sweep_numbers(specs: Sequence[str], measures: Sequence[str]) -> tuple[dict[str, dict[str, dict[str, float]]], list[str]]:
-    """{label: {measure: {x: value}}} from `X:LABEL:EVAL.json` specs, x sorted numerically."""
-    points: dict[str, dict[float, Any]] = {}
+def parse_sweep_spec(spec: str) -> tuple[float, str, str]:
+    """`--eval X:LABEL:EVAL.json` as (x, label, path)."""
+    x_text, label, path = split_spec(spec, "--eval", "X:LABEL:EVAL.json", 3)
+    try:
+        return float(x_text), label, path
+    except ValueError:
+        raise TableError(f"--eval {spec!r}: X must be a number, found {x_text!r}") from None
+
+
+def sweep_points(spec_path: str | os.PathLike) -> list[tuple[float, str, str, str]]:
+    """(x, label, path, where) of a spec file's `sweep` records; `where` names the file and the record."""
+    return [(float(record["x"]), record["label"], record["path"], f"{spec_path}: sweep[{i}]")
+            for i, record in enumerate(read_spec(spec_path)["sweep"])]
+
+
+def sweep_numbers(points: Sequence[tuple[float, str, str, str]], measures: Sequence[str]
+                  ) -> tuple[dict[str, dict[str, dict[str, float]]], list[str]]:
+    """{label: {measure: {x: value}}} from (x, label, EVAL.json, where) points, x sorted numerically; `where`
+    names a point in errors (its --eval option, or its spec record)."""
+    by_label: dict[str, dict[float, Any]] = {}
     inputs = []
-    for spec in specs:
-        x_text, label, path = split_spec(spec, "--eval", "X:LABEL:EVAL.json", 3)
-        try:
-            x = float(x_text)
-        except ValueError:
-            raise TableError(f"--eval {spec!r}: X must be a number, found {x_text!r}") from None
-        if x in points.get(label, {}):
-            raise TableError(f"--eval {spec!r}: {label!r} has two evaluations at {x_text}")
+    for x, label, path, where in points:
+        if x in by_label.get(label, {}):
+            raise TableError(f"{where}: {label!r} has two evaluations at {x_key(x)}")
         try:
             evaluation = read_evaluation(path)
         except FileNotFoundError:
-            raise TableError(f"--eval {spec!r}: {path}: no such file") from None
+            raise TableError(f"{where}: {path}: no such file") from None
         except (json.JSONDecodeError, KeyError) as err:
             raise TableError(f"{path}: not a saved evaluation ({err})") from None
         missing = [m for m in measures if m not in evaluation.aggregate]
         if missing:
             raise TableError(f"{path}: no {', '.join(missing)} (it has {', '.join(evaluation.aggregate)})")
-        points.setdefault(label, {})[x] = evaluation
+        by_label.setdefault(label, {})[x] = evaluation
         inputs.append(path)
-    numbers = {label: {m: {x_key(x): by_x[x].aggregate[m] for x in sorted(by_x)} for m in measures} for label, by_x in points.items()}
+    numbers = {label: {m: {x_key(x): by_x[x].aggregate[m] for x in sorted(by_x)} for m in measures}
+               for label, by_x in by_label.items()}
     return numbers, inputs
 
 

@@ -7,7 +7,9 @@ columns (`--value`) are read from JSON files the suite wrote (checkpoint meta, t
 (`--summary-row`) give the mean ± sample standard deviation over rows such as seeds. Figures over runs,
 checkpoints and sweeps are in reranker.figures (`tables figure ...`); the notes on fine-tuned checkpoints
 under a results table in reranker.notes; the Table itself, its formats and its numbers document in
-reranker.table. `tables rerender` renders a stored table anew from its numbers.
+reranker.table. `tables rerender` renders a stored table anew from its numbers. Rules give a table's cells
+as a spec file (`--spec`, reranker.formats.table_spec: labels and paths as records, never split on a colon);
+the `--eval GROUP:ROW:EVAL.json` options are for hand use.
 
 The command line also reaches what lives elsewhere, so that rules and the Makefile call one stage: run
 records, a run's wall clock and its resources table (`tables wallclock|resources`: reranker.records), and
@@ -28,6 +30,7 @@ from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.source_numbers import read_source_numbers
+from reranker.formats.table_spec import Spec, checked_spec, read_spec
 from reranker.notes import checkpoint_note, folds_note
 from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
@@ -102,26 +105,37 @@ def json_value(path: str | os.PathLike, key: str, cache: dict[str, object] | Non
     return str(node).lower() if isinstance(node, bool) else node
 
 
-def parse_value_specs(values: Sequence[str], formats: Sequence[str]) -> tuple[list[tuple[str, str, Value]], dict[str, str], list[str]]:
-    """`--value ROW:COLUMN:JSON_FILE:KEY` and `--value-format COLUMN:SPEC`: the cells, the formats, the files read.
+def split_value(spec: str) -> dict:
+    """`--value ROW:COLUMN:JSON_FILE:KEY` as a spec record (the path may hold colons; the key may not)."""
+    row, _, rest = spec.partition(":")
+    column, _, rest = rest.partition(":")
+    path, _, key = rest.rpartition(":")
+    if not (row and column and path and key):
+        raise TableError(f"--value {spec!r}: expected ROW:COLUMN:JSON_FILE:KEY")
+    return {"row": row, "column": column, "path": path, "key": key}
+
+
+def split_value_format(spec: str) -> dict:
+    """`--value-format COLUMN:SPEC` as a spec record."""
+    column, _, fmt = spec.rpartition(":")
+    if not column or not fmt:
+        raise TableError(f"--value-format {spec!r}: expected COLUMN:SPEC (e.g. 'pairs/s:,.0f')")
+    return {"column": column, "format": fmt}
+
+
+def value_cells(values: Sequence[Mapping], formats: Sequence[Mapping]) -> tuple[list[tuple[str, str, Value]], dict[str, str], list[str]]:
+    """Value and value-format records (reranker.formats.table_spec): the cells, the formats, the files read.
 
     Everything is checked here, before any output is written."""
     cells, files, cache = [], [], {}
-    for spec in values:
-        row, _, rest = spec.partition(":")
-        column, _, rest = rest.partition(":")
-        path, _, key = rest.rpartition(":")
-        if not (row and column and path and key):
-            raise TableError(f"--value {spec!r}: expected ROW:COLUMN:JSON_FILE:KEY")
-        cells.append((row, column, json_value(path, key, cache)))
-        files.append(path)
+    for record in values:
+        cells.append((record["row"], record["column"], json_value(record["path"], record["key"], cache)))
+        files.append(record["path"])
     specs = {}
-    for spec in formats:
-        column, _, fmt = spec.rpartition(":")
-        if not column or not fmt:
-            raise TableError(f"--value-format {spec!r}: expected COLUMN:SPEC (e.g. 'pairs/s:,.0f')")
+    for record in formats:
+        column, fmt = record["column"], record["format"]
         if column not in {c for _, c, _ in cells}:
-            raise TableError(f"--value-format {spec!r}: no --value fills column {column!r}")
+            raise TableError(f"--value-format {column}:{fmt}: no --value fills column {column!r}")
         specs[column] = fmt
     for row, column, value in cells:
         if column in specs and isinstance(value, int | float):
@@ -139,6 +153,47 @@ def parse_summary_spec(spec: str) -> tuple[str, list[str]]:
     if not label or not names:
         raise TableError(f"--summary-row {spec!r}: expected LABEL:ROW1|ROW2|...")
     return label, names
+
+
+def split_labelled(spec: str, option: str, form: str, parts: int) -> list[str]:
+    """`A:PATH` or `A:B:PATH`, the path last (it may hold colons); TableError naming the option otherwise."""
+    fields = spec.split(":", parts - 1)
+    if len(fields) != parts or not all(fields):
+        raise TableError(f"{option} {spec!r}: expected {form}")
+    return fields
+
+
+# The cell options a spec file replaces, per subcommand: (option, its argparse dest).
+CELL_OPTIONS = {"results": (("--eval", "eval"), ("--checkpoints", "checkpoints"), ("--value", "value"),
+                            ("--value-format", "value_format"), ("--summary-row", "summary_row")),
+                "stats": (("--stats", "stats"),), "pretraining": (("--checkpoints", "checkpoints"),)}
+
+
+def table_cells(args: argparse.Namespace) -> Spec:
+    """The table's cells as spec records: from `--spec FILE` (what rules give), or from the options typed by
+    hand (`--eval GROUP:ROW:EVAL.json` ...), never both; the records are in the order given either way."""
+    given = [option for option, dest in CELL_OPTIONS[args.kind] if getattr(args, dest, None)]
+    if args.spec:
+        if given:
+            raise TableError(f"--spec {args.spec} gives the cells: leave out {', '.join(given)}")
+        return read_spec(args.spec)
+    required = {"results": "--eval", "stats": "--stats", "pretraining": "--checkpoints"}[args.kind]
+    if required not in given:
+        raise TableError(f"tables {args.kind}: give --spec FILE or {required}")
+    cells = checked_spec({}, "the command line")
+    if args.kind == "results":
+        cells["eval"] = [dict(zip(("group", "row", "path"), split_labelled(spec, "--eval", "GROUP:ROW:EVAL.json", 3)))
+                         for spec in args.eval]
+        cells["value"] = [split_value(spec) for spec in args.value]
+        cells["value_format"] = [split_value_format(spec) for spec in args.value_format]
+        cells["summary_row"] = [dict(zip(("label", "rows"), parse_summary_spec(spec))) for spec in args.summary_row]
+    if args.kind in ("results", "pretraining"):
+        cells["checkpoints"] = [dict(zip(("label", "path"), split_labelled(spec, "--checkpoints", "LABEL:reranker.json", 2)))
+                                for spec in args.checkpoints]
+    if args.kind == "stats":
+        cells["stats"] = [dict(zip(("group", "path"), split_labelled(spec, "--stats", "COLLECTION:STATS.json", 2)))
+                          for spec in args.stats]
+    return cells
 
 
 def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
@@ -179,11 +234,12 @@ def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], 
     return {group: best[group][0] for group in groups}
 
 
-def pretraining_table(specs: Sequence[str], caption: str) -> Table:
-    """Rows: pre-trained checkpoints; cells: held-out token accuracy (mlm) or loss, before and after."""
+def pretraining_table(checkpoints: Sequence[Mapping], caption: str) -> Table:
+    """Rows: pre-trained checkpoints (label and reranker.json records); cells: held-out token accuracy (mlm)
+    or loss, before and after."""
     table = Table(caption, ["held-out"], ["before", "after", "loss"], row_header="Pre-training", bold_best=False)
-    for spec in specs:
-        label, path = spec.split(":", 1)
+    for record in checkpoints:
+        label, path = record["label"], record["path"]
         meta = json.loads(Path(path).read_text())
         v = meta.get("validation") or {}
         metric = "accuracy" if "accuracy" in v else "mrr"
@@ -253,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
     results = sub.add_parser("results", help="systems x collections x measures, with significance marks")
-    results.add_argument("--eval", nargs="+", required=True, metavar="GROUP:ROW:EVAL.json",
+    results.add_argument("--eval", nargs="+", default=[], metavar="GROUP:ROW:EVAL.json",
                          help="one saved evaluation per cell: column group (e.g. a collection) and row (e.g. a system)")
     results.add_argument("--row-header", default="System")
     results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
@@ -278,10 +334,13 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--summary-row", action="append", default=[], metavar="LABEL:ROW1|ROW2|...",
                          help="a row of mean ± sample standard deviation over the listed rows (e.g. seeds)")
     stats = sub.add_parser("stats", help="dataset statistics from `collections export` stats.json files")
-    stats.add_argument("--stats", nargs="+", required=True, metavar="COLLECTION:STATS.json")
+    stats.add_argument("--stats", nargs="+", default=[], metavar="COLLECTION:STATS.json")
     pretraining = sub.add_parser("pretraining", help="held-out token accuracy (mlm) or loss (nsp) of pre-trained checkpoints")
-    pretraining.add_argument("--checkpoints", nargs="+", required=True, metavar="LABEL:reranker.json")
+    pretraining.add_argument("--checkpoints", nargs="+", default=[], metavar="LABEL:reranker.json")
     for command in (results, stats, pretraining):
+        command.add_argument("--spec", metavar="FILE",
+                             help="the cells as structured records (reranker.formats.table_spec), as rules give them: "
+                                  "instead of --eval, --checkpoints, --value, --value-format, --summary-row and --stats")
         command.add_argument("--caption", default="")
         command.add_argument("--note", action="append", default=[], help="a line under the table")
         add_output_arguments(command)
@@ -303,13 +362,14 @@ def main(argv: list[str] | None = None) -> int:
 def write_table(args: argparse.Namespace) -> list[Path]:
     """The `results`, `stats` and `pretraining` subcommands: the table's files, and its numbers with provenance."""
     inputs: list[str] = []
+    cells = table_cells(args)
     if args.kind == "results":
-        values, value_formats, value_files = parse_value_specs(args.value, args.value_format)  # before writing anything
-        summaries = [parse_summary_spec(spec) for spec in args.summary_row]
+        values, value_formats, value_files = value_cells(cells["value"], cells["value_format"])  # before writing anything
+        summaries = [(record["label"], record["rows"]) for record in cells["summary_row"]]
         inputs += value_files
         entries = []
-        for spec in args.eval:
-            group, row, path = spec.split(":", 2)
+        for record in cells["eval"]:
+            group, row, path = record["group"], record["row"], record["path"]
             evaluation = read_evaluation(path)
             entries.append((group, row, evaluation))
             inputs += [path] + [p for p in evaluation.source.values() if Path(p).exists()]
@@ -337,12 +397,12 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
                                f"{Path(args.figure).name}.")
     elif args.kind == "pretraining":
-        table = pretraining_table(args.checkpoints, args.caption)
-        inputs += [spec.split(":", 1)[1] for spec in args.checkpoints]
+        table = pretraining_table(cells["checkpoints"], args.caption)
+        inputs += [record["path"] for record in cells["checkpoints"]]
     else:
         collected = {}
-        for spec in args.stats:
-            group, path = spec.split(":", 1)
+        for record in cells["stats"]:
+            group, path = record["group"], record["path"]
             collected[group] = json.loads(Path(path).read_text())
             inputs.append(path)
         table = stats_table(collected, args.caption)
@@ -351,8 +411,8 @@ def write_table(args: argparse.Namespace) -> list[Path]:
         table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
         inputs.append(args.sources)
     trained: dict[str, list[dict]] = {}
-    for spec in getattr(args, "checkpoints", []) if args.kind == "results" else []:
-        label, path = spec.split(":", 1)
+    for record in cells["checkpoints"] if args.kind == "results" else []:
+        label, path = record["label"], record["path"]
         trained.setdefault(label, []).append(json.loads(Path(path).read_text()))
         inputs.append(path)
     for label, metas in trained.items():  # one checkpoint per label, or one per fold (a summary)
@@ -371,8 +431,8 @@ def write_table(args: argparse.Namespace) -> list[Path]:
                 models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
             extra["models"] = models
         if args.kind == "pretraining":  # the pre-trained checkpoints' fingerprints, as for fine-tuned ones
-            for spec in args.checkpoints:
-                label, path = spec.split(":", 1)
+            for record in cells["checkpoints"]:
+                label, path = record["label"], record["path"]
                 trained.setdefault(label, []).append(json.loads(Path(path).read_text()))
         if trained:
             fields = ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")

@@ -147,13 +147,26 @@ class Experiment:
         return stage_settings.of(stage, self.config, collection=self.slug_to_id[collection] if collection else None, **keys)
 
     # The baselines table (every paper's collections) ------------------------------------------
-    def baseline_specs(self) -> str:
-        base = [f"{FIRST_STAGES[m].label}:{self.slug_to_id[s]}:{self.layout.path('eval', collection=s, run=m)}"
+    def baseline_spec(self) -> dict[str, list[dict]]:
+        """The baselines table's cells (reranker.formats.table_spec): every first stage on every baseline
+        collection, then the provided runs."""
+        base = [{"group": FIRST_STAGES[m].label, "row": self.slug_to_id[s], "path": self.layout.path("eval", collection=s, run=m)}
                 for s in self.baseline_slugs for m in FIRST_STAGES]
-        provided = [f"{FIRST_STAGES[self.config['collections'][cid]['run_model']].label}:{cid} (provided run):"
-                    f"{self.layout.path('eval', collection=slug(cid), run='provided')}"
+        provided = [{"group": FIRST_STAGES[self.config["collections"][cid]["run_model"]].label, "row": f"{cid} (provided run)",
+                     "path": self.layout.path("eval", collection=slug(cid), run="provided")}
                     for cid in self.config["baselines"]["provided_runs"]]
-        return " ".join(shlex.quote(spec) for spec in base + provided)
+        return {"eval": base + provided}
+
+    def stats_spec(self) -> dict[str, list[dict]]:
+        """The dataset statistics table's cells: each baseline collection's stats.json."""
+        return {"stats": [{"group": self.slug_to_id[s], "path": self.layout.path("stats", collection=s)} for s in self.baseline_slugs]}
+
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        """Every table's cells by table name (the spec files of workflow/rules/tables.smk): ours, then each paper's."""
+        specs = {"baselines": self.baseline_spec(), "dataset_stats": self.stats_spec()}
+        for plugin in self.plugins.values():
+            specs.update(plugin.table_specs())
+        return specs
 
     def baselines_caption(self) -> str:
         """Every first stage with its parameters; an RM3 stage names its k1 and b only where they differ

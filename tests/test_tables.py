@@ -321,6 +321,91 @@ def test_summary_row_is_mean_and_sample_sd_of_the_listed_rows(tmp_path):
                         "--out", str(tmp_path / "bad")]) == 2
 
 
+def test_labels_and_paths_with_colons_reach_the_table_through_a_spec_file(tmp_path):
+    """Rules hand a table its cells as a spec file (reranker.formats.table_spec): a colon in a label or a path
+    is only text there; the same cells given by the hand options make the same bytes."""
+    from reranker.formats.table_spec import read_spec, write_spec
+
+    folder = tmp_path / "run:1"
+    folder.mkdir()
+    rows = {"BM25": 0.18, "BERT: large, seed 1": 0.35, "BERT: large, seed 2": 0.33}
+    evals = [{"group": "MS MARCO: dev", "row": row, "path": str(write_eval(folder / f"e{i}.json", {"RR@10": v}))}
+             for i, (row, v) in enumerate(rows.items())]
+    meta = folder / "meta.json"
+    meta.write_text(json.dumps({"shape": "6/384", "throughput": {"pairs_per_second": 1234.5}}))
+    spec = {"eval": evals, "value": [{"row": "BERT: large, seed 1", "column": "L/H: size", "path": str(meta), "key": "shape"},
+                                     {"row": "BM25", "column": "pairs/s", "path": str(meta), "key": "throughput.pairs_per_second"}],
+            "value_format": [{"column": "pairs/s", "format": ",.0f"}],
+            "summary_row": [{"label": "Mean: BERT", "rows": ["BERT: large, seed 1", "BERT: large, seed 2"]}]}
+    spec_file = tmp_path / "t.spec.json"
+    write_spec(spec_file, spec)
+    assert read_spec(spec_file)["eval"] == evals and read_spec(spec_file)["checkpoints"] == []
+    out = tmp_path / "t"
+    assert tables.main(["results", "--spec", str(spec_file), "--measures", "RR@10",
+                        "--formats", "md", "csv", "--out", str(out), "--numbers", str(tmp_path / "n.json")]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert "| BERT: large, seed 1 | **0.3500** | 6/384 | – |" in md and "| BM25 | 0.1800 | – | 1,234 |" in md
+    assert "\"BERT: large, seed 2\",MS MARCO: dev,RR@10,0.330000,0\n" in out.with_suffix(".csv").read_text()
+    assert "| Mean: BERT | 0.3400 ± 0.0141 | – | – |" in md
+    stored = json.loads((tmp_path / "n.json").read_text())
+    assert stored["numbers"]["MS MARCO: dev"]["BERT: large, seed 1"]["L/H: size"] == "6/384"
+    assert str(meta) in stored["provenance"]["inputs_sha256"]
+    # Colons in the paths alone: the hand options give the same cells, and the same bytes.
+    plain = {"eval": [dict(e, group="dev", row=f"r{i}") for i, e in enumerate(evals)],
+             "value": [{"row": "r0", "column": "pairs/s", "path": str(meta), "key": "throughput.pairs_per_second"}],
+             "value_format": [{"column": "pairs/s", "format": ",.0f"}], "summary_row": [{"label": "Mean", "rows": ["r1", "r2"]}]}
+    write_spec(spec_file, plain)
+    hand = ["--eval", *[f"dev:{e['row']}:{e['path']}" for e in plain["eval"]], "--value", f"r0:pairs/s:{meta}:throughput.pairs_per_second",
+            "--value-format", "pairs/s:,.0f", "--summary-row", "Mean:r1|r2"]
+    for name, cells in (("spec", ["--spec", str(spec_file)]), ("hand", hand)):
+        assert tables.main(["results", *cells, "--measures", "RR@10", "--formats", "md", "csv", "tex",
+                            "--out", str(tmp_path / name)]) == 0
+    for suffix in (".md", ".csv", ".tex"):
+        assert (tmp_path / f"spec{suffix}").read_bytes() == (tmp_path / f"hand{suffix}").read_bytes()
+    stats = tmp_path / "a:b.json"
+    stats.write_text(json.dumps({"docs": 3, "queries": 2, "judged_queries": 2, "qrels": 4, "mean_relevant_per_query": 2.0,
+                                 "mean_doc_length_words": 7.5}))
+    write_spec(spec_file, {"stats": [{"group": "TREC: Robust04", "path": str(stats)}]})
+    assert tables.main(["stats", "--spec", str(spec_file), "--formats", "md", "--out", str(tmp_path / "s")]) == 0
+    assert "| TREC: Robust04 | 3 | 2 | 2 | 4 | 2.00 | 7.50 |" in (tmp_path / "s.md").read_text()
+
+
+@pytest.mark.parametrize("problem", ["missing field", "not a list", "unknown kind", "not JSON", "both", "neither"])
+def test_a_bad_spec_file_is_refused_in_one_line_naming_the_file_and_entry(tmp_path, capsys, problem):
+    good = {"group": "g", "row": "BM25", "path": str(write_eval(tmp_path / "bm25.json", {"RR@10": 0.2}))}
+    spec = tmp_path / "bad.spec.json"
+    text = {"missing field": json.dumps({"eval": [good, {"group": "g", "row": "BERT"}]}),
+            "not a list": json.dumps({"eval": good}), "unknown kind": json.dumps({"eval": [good], "evals": []}),
+            "not JSON": '{"eval": [', "both": json.dumps({"eval": [good]}), "neither": ""}[problem]
+    spec.write_text(text)
+    cells = {"both": ["--spec", str(spec), "--eval", f"g:BM25:{good['path']}"], "neither": []}.get(problem, ["--spec", str(spec)])
+    assert tables.main(["results", *cells, "--measures", "RR@10", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tables: error: ") and err.count("\n") == 1, err
+    wanted = {"missing field": "eval[1]: missing path", "not a list": "eval: expected a list", "unknown kind": "unknown keys evals",
+              "not JSON": "bad.spec.json:1: not JSON", "both": "leave out --eval", "neither": "give --spec FILE or --eval"}[problem]
+    assert wanted in err and (problem == "neither" or str(spec) in err)
+    assert not (tmp_path / "t.md").exists()
+    from reranker.formats.errors import FormatError
+    from reranker.formats.table_spec import write_spec
+
+    if problem in ("missing field", "not a list", "unknown kind"):  # the writer checks the same, before it writes
+        with pytest.raises(FormatError, match="bad.spec.json"):
+            write_spec(tmp_path / "bad.spec.json", json.loads(text))
+
+
+def test_figure_sweep_reads_its_points_from_a_spec_file(tmp_path):
+    from reranker.formats.table_spec import write_spec
+
+    points = [{"x": x, "label": "BERT: base", "path": str(write_eval(tmp_path / f"b:{x}.json", {"RR@10": rr}))}
+              for x, rr in ((100, 0.35), (10, 0.3))]
+    write_spec(tmp_path / "s.json", {"sweep": points})
+    numbers = tmp_path / "n.json"
+    assert tables.main(["figure", "sweep", "--spec", str(tmp_path / "s.json"), "--measures", "RR@10", "--out",
+                        str(tmp_path / "f.png"), "--numbers", str(numbers)]) == 0
+    assert json.loads(numbers.read_text())["numbers"] == {"BERT: base": {"RR@10": {"10": 0.3, "100": 0.35}}}
+
+
 def test_figure_ranks_counts_the_first_relevant_rank_per_query(tmp_path):
     from reranker.formats.qrels import write_qrels
 

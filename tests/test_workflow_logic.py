@@ -121,7 +121,8 @@ def test_first_stages_come_from_the_configuration_not_from_names_in_code(tmp_pat
     assert "BM25 (k1=0.9, b=0.4) and BM25+RM3 (fb_terms=10" in default.baselines_caption()
     assert "BM25+RM3 (k1=1.2, fb_terms=10" in changed.baselines_caption()  # its own k1, where it differs
     config = load_config([CONFIG_DIR / "config.yaml"])
-    assert "BM25+RM3:robust04 (provided run):" in Experiment(config).baseline_specs()
+    provided = Experiment(config).baseline_spec()["eval"][-1]
+    assert (provided["group"], provided["row"]) == ("BM25+RM3", "robust04 (provided run)")
     unlabelled = tmp_path / "unlabelled.yaml"
     unlabelled.write_text(yaml.safe_dump({"baselines": {"provided_runs": ["robust04", "cranfield"]}}))
     with pytest.raises(Exception, match="cranfield needs `run` and `run_model`"):
@@ -159,16 +160,17 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     rows = experiment.plugins["ntnu"].rows("ntnu_5_1")
     assert [(m, a) for _, m, a in rows] == [("bert", a) for a in section["aggregations"]]
     assert all(a == section["aggregation"] for _, _, a in experiment.plugins["ntnu"].rows("ntnu_5_2"))
-    specs = experiment.plugins["ntnu"].specs("ntnu_5_5")
-    assert specs[0].split(":")[1] == "BM25" and len(specs) == 1 + len(experiment.plugins["ntnu"].rows("ntnu_5_5"))
-    values = experiment.plugins["ntnu"].values("ntnu_5_5")
+    spec = experiment.plugins["ntnu"].spec("ntnu_5_5")
+    specs, values = spec["eval"], spec["value"]
+    assert specs[0]["row"] == "BM25" and len(specs) == 1 + len(experiment.plugins["ntnu"].rows("ntnu_5_5"))
     # Queries/min for every row, the first stage's included; the shape and size for the models alone.
-    assert sum(":Queries/min:" in v for v in values) == len(specs)
-    assert sum(":Parameters:" in v for v in values) == len(specs) - 1
+    assert sum(v["column"] == "Queries/min" for v in values) == len(specs)
+    assert sum(v["column"] == "Parameters" for v in values) == len(specs) - 1
     stages = experiment.plugins["ntnu"].speed_stages("layers-4")
     assert list(stages) == ["retrieve", "segment", "score"] and "ntnu-layers-4" in stages["score"]
     assert list(experiment.plugins["ntnu"].speed_stages(section["first_stage"])) == ["retrieve"]
-    assert experiment.plugins["ntnu"].summary("ntnu_5_4").count("|") == len(experiment.plugins["ntnu"].rows("ntnu_5_4")) - 1
+    [summary] = experiment.plugins["ntnu"].summary("ntnu_5_4")
+    assert summary["rows"] == [label for label, _, _ in experiment.plugins["ntnu"].rows("ntnu_5_4")]
     # Table 5.6: "Train" and "Distilled" groups, each with the first stage (its baseline); a size's two cells share a row.
     cells = experiment.plugins["ntnu"].table_cells("ntnu_5_6")
     assert [g for g, _, _ in cells].count("Distilled") == 1 + len(section["tables"]["ntnu_5_6"]["distilled"])
@@ -183,7 +185,7 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     assert "layers-2" not in section["tables"]["ntnu_5_6"]["distilled"] and "layers-4" in section["tables"]["ntnu_5_6"]["distilled"]
     assert "regression-identity" not in config["radboud"]["variants"] and "regression-exponential" in config["radboud"]["variants"]
     assert experiment.plugins["ntnu"].figure_args("ntnu_5_4").endswith("--what validation")
-    sweep = experiment.plugins["ntnu"].sweep_specs()
+    sweep = experiment.plugins["ntnu"].sweep_spec()["sweep"]
     assert len(sweep) == len(section["candidate_sweep"]) * (1 + len(section["aggregations"]))
 
 

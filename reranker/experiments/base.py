@@ -89,6 +89,11 @@ class Plugin:
         """Every table and figure it publishes: compared with the reference and built by `all`."""
         return []
 
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        """The cells of its tables and sweep figures by name (reranker.formats.table_spec records): Snakemake
+        writes each to its spec file (workflow/rules/tables.smk), which the table's rule hands `--spec`."""
+        return {}
+
 
 def section_problems(config: Mapping, name: str, collections: tuple[str, ...] = ("collection",)
                      ) -> tuple[list[str], list[tuple[str, str]]]:

@@ -8,7 +8,6 @@ table's in workflow/rules/birch.smk.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 
 from reranker.config import slug
@@ -60,14 +59,17 @@ class Birch(Plugin, name="birch"):
                                  unit="sentences")
                 for s in self.exp.target_slugs for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])]
 
-    def specs(self) -> str:
-        return " ".join(shlex.quote(f"{self.exp.slug_to_id[s]}:{label}:{self.layout.path('eval', collection=s, run=run)}")
-                        for s, label, run in self.cells())
+    def spec(self) -> dict[str, list[dict]]:
+        """The main table's cells (reranker.formats.table_spec): its evaluations, then each fine-tuned checkpoint
+        behind it (its note)."""
+        evals = [{"group": self.exp.slug_to_id[s], "row": label, "path": self.layout.path("eval", collection=s, run=run)}
+                 for s, label, run in self.cells()]
+        checkpoints = [{"label": self.exp.label(c), "path": self.layout.path("checkpoint_meta", checkpoint=c)}
+                       for c in self.table_finetuned]
+        return {"eval": evals, "checkpoints": checkpoints}
 
-    def checkpoint_specs(self) -> str:
-        """LABEL:reranker.json of each fine-tuned checkpoint behind the main table (its note)."""
-        return " ".join(shlex.quote(f"{self.exp.label(c)}:{self.layout.path('checkpoint_meta', checkpoint=c)}")
-                        for c in self.table_finetuned)
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        return {"birch_main": self.spec()}
 
     def training_text(self, name: str) -> str:
         """A checkpoint's training in words: each stage's collections, mixed (+) or in turn (→), and its own settings."""

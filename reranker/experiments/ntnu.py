@@ -116,9 +116,20 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
         cells += [("Distilled", label, self.run(distilled[m], a)) for label, m, a in self.rows(table) if m in distilled]
         return cells
 
-    def specs(self, table: str) -> list[str]:
-        """GROUP:ROW:EVAL specs of a table."""
-        return [f"{group}:{label}:{self.eval(run)}" for group, label, run in self.table_cells(table)]
+    def spec(self, table: str) -> dict[str, list[dict]]:
+        """A table's cells (reranker.formats.table_spec): its evaluations, its value columns and their formats,
+        and its mean ± sd row."""
+        return {"eval": [{"group": group, "row": label, "path": self.eval(run)} for group, label, run in self.table_cells(table)],
+                "value": [{"row": row, "column": column, "path": path, "key": key}
+                          for row, column, path, key in self.value_cells(table)],
+                "value_format": self.value_formats(table), "summary_row": self.summary(table)}
+
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        """Every table's cells, and the candidates figure's points (`ntnu_candidates`) where it is drawn."""
+        specs = {table: self.spec(table) for table in self.section["tables"]}
+        if self.section["sweep_figure"]:
+            specs["ntnu_candidates"] = self.sweep_spec()
+        return specs
 
     def checkpoint_meta(self, model: str) -> str:
         return self.layout.path("checkpoint_meta", checkpoint=ntnu_checkpoint(model))
@@ -150,12 +161,9 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
                 cells.append((row, label, path, key))
         return cells
 
-    def values(self, table: str) -> list[str]:
-        """ROW:COLUMN:JSON:KEY specs of `ntnu_value_cells`."""
-        return [":".join(cell) for cell in self.value_cells(table)]
-
-    def value_formats(self, table: str) -> list[str]:
-        return [f"{self.COLUMNS[c][0]}:{self.COLUMNS[c][3]}" for c in self.section["tables"][table]["columns"]
+    def value_formats(self, table: str) -> list[dict]:
+        """(column, format) records of the value columns with a format of their own."""
+        return [{"column": self.COLUMNS[c][0], "format": self.COLUMNS[c][3]} for c in self.section["tables"][table]["columns"]
                 if c != "measures" and self.COLUMNS[c][3]]
 
     def machine_columns(self, table: str) -> list[str]:
@@ -173,11 +181,11 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
         """The checkpoint records of a table's models: their fingerprints go into the numbers' provenance."""
         return [self.checkpoint_meta(m) for m in self.table_models(table)]
 
-    def summary(self, table: str) -> str | None:
-        """LABEL:ROW1|ROW2|... of a table's mean ± sd row (over seeds); labels may hold commas."""
+    def summary(self, table: str) -> list[dict]:
+        """A table's mean ± sd row over every row (seeds), as a record; none where the table has no summary."""
         if not self.section["tables"][table]["summary"]:
-            return None
-        return "Mean ± sd:" + "|".join(label for label, _, _ in self.rows(table))
+            return []
+        return [{"label": "Mean ± sd", "rows": [label for label, _, _ in self.rows(table)]}]
 
     def speed_stages(self, system: str) -> dict[str, str]:
         """The benchmark files of a system's pipeline: the first stage, then passages and a model's scoring."""
@@ -222,8 +230,9 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
     def sweep_evals(self) -> list[str]:
         return list(dict.fromkeys(self.eval(run) for _, _, run in self.sweep_runs()))
 
-    def sweep_specs(self) -> list[str]:
-        return [f"{r}:{label}:{self.eval(run)}" for r, label, run in self.sweep_runs()]
+    def sweep_spec(self) -> dict[str, list[dict]]:
+        """Figure 5.4's points (reranker.formats.table_spec `sweep` records)."""
+        return {"sweep": [{"x": r, "label": label, "path": self.eval(run)} for r, label, run in self.sweep_runs()]}
 
     def caption(self, table: str) -> str:
         section = self.section

@@ -7,7 +7,6 @@ grid. Its configuration: `radboud:`; its rules: workflow/rules/radboud.smk.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 
 from reranker.config import merge, slug, training_config
@@ -124,16 +123,25 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
         return [first] + [self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))
                           for point in self.points for _, v, r in self.rows(table)]
 
-    def specs(self, table: str) -> str:
+    def spec(self, table: str) -> dict[str, list[dict]]:
+        """A ranking table's cells (reranker.formats.table_spec): per grid point the first stage, then each row;
+        then the per-fold checkpoints behind it (their notes)."""
         first_label = FIRST_STAGES[self.section["first_stage"]].label
         first = self.layout.path("eval", collection=self.slug, run=self.section["first_stage"])
-        specs = []
+        evals = []
         for point in self.points:
             group = self.point_label(point)
-            specs.append(f"{group}:{first_label}:{first}")
-            specs += [f"{group}:{label}:{self.layout.path('eval', collection=self.slug, run=self.run(v, point, r))}"
+            evals.append({"group": group, "row": first_label, "path": first})
+            evals += [{"group": group, "row": label, "path": self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))}
                       for label, v, r in self.rows(table)]
-        return " ".join(shlex.quote(spec) for spec in specs)
+        return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)]}
+
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        """Every ranking table's cells, and every pre-training table's checkpoints."""
+        specs = {table: self.spec(table) for table in self.ranking_tables()}
+        specs |= {table: {"checkpoints": [{"label": label, "path": meta} for label, meta in self.pretrainings(table)]}
+                  for table in self.pretraining_tables()}
+        return specs
 
     def baseline_row(self, table: str) -> str | None:
         """The baseline reranker's row (the first variant's first ranking), if the table has it."""

@@ -36,6 +36,7 @@ PATTERNS = {
     "ntnu_speed": "work/speed/{collection}/{system}.json",
     "benchmark": "benchmarks/{stage}/{name}.tsv",
     "log": "logs/{stage}/{name}.log",
+    "table_spec": "work/tables/{table}.spec.json",  # a table's cells, written by Snakemake (formats.table_spec)
     # What a run publishes, mirrored in the reference folder (results/ for the default).
     "table": "tables/{table}.md",
     "table_stem": "tables/{table}",

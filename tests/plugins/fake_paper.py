@@ -4,8 +4,6 @@ Its one table: BM25 against BM25+RM3 on one collection (tests/test_plugins.py ru
 
 from __future__ import annotations
 
-import shlex
-
 from reranker.config import slug
 from reranker.experiments import register
 from reranker.experiments.base import Plugin
@@ -24,6 +22,8 @@ class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against B
     def evals(self) -> list[str]:
         return [self.layout.path("eval", collection=slug(self.section["collection"]), run=run) for run in FIRST_STAGES]
 
-    def specs(self) -> str:
+    def table_specs(self) -> dict[str, dict[str, list[dict]]]:
+        """Its table's cells, for the spec file the suite's rules write (reranker.formats.table_spec)."""
         group = self.section["collection"]
-        return " ".join(shlex.quote(f"{group}:{FIRST_STAGES[run].label}:{path}") for run, path in zip(FIRST_STAGES, self.evals()))
+        return {"fake_paper_1": {"eval": [{"group": group, "row": FIRST_STAGES[run].label, "path": path}
+                                          for run, path in zip(FIRST_STAGES, self.evals())]}}

@@ -14,6 +14,7 @@ rule birch_main_table:
         folds=[PATH("work_folds", collection=s) for s in EXP.target_slugs],
         checkpoints=[PATH("checkpoint_meta", checkpoint=c) for c in BIRCH.table_finetuned],
         sources=SOURCE_NUMBERS,
+        spec=PATH("table_spec", table="birch_main"),
     output:
         md=PATH("table", table="birch_main"),
         csv=PATH("table_stem", table="birch_main") + ".csv",
@@ -31,7 +32,6 @@ rule birch_main_table:
     conda:
         ENV
     params:
-        specs=BIRCH.specs(),
         significance=SIGNIFICANCE,
         baseline=FIRST_STAGES[FIRST].label,
         caption=BIRCH.caption(),
@@ -43,7 +43,6 @@ rule birch_main_table:
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
         fusion_work=PATH("fusion_dir"),
-        checkpoints=BIRCH.checkpoint_specs(),
         copy_curves=" && ".join(
             f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.curves())
         )
@@ -52,7 +51,7 @@ rule birch_main_table:
     shell:
         "mkdir -p {params.folds_dir} {output.fusion} && cp {input.folds} {params.folds_dir}/"
         " && cp -r {params.fusion_work}/. {output.fusion}/ && {params.copy_curves}"
-        " && python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
+        " && python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
         " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
-        " --figure {output.figure} --meta {input.meta} --checkpoints {params.checkpoints} --sources {input.sources}"
+        " --figure {output.figure} --meta {input.meta} --sources {input.sources}"
         " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"

@@ -136,6 +136,7 @@ if "ntnu" in EXP.plugins:
                 NTNU.table_inputs(nt_table),
                 metas=NTNU.table_metas(nt_table),
                 sources=SOURCE_NUMBERS,
+                spec=PATH("table_spec", table=nt_table),
             output:
                 md=PATH("table", table=nt_table),
                 csv=PATH("table_stem", table=nt_table) + ".csv",
@@ -149,11 +150,7 @@ if "ntnu" in EXP.plugins:
             conda:
                 ENV
             params:
-                specs=" ".join(shlex.quote(s) for s in NTNU.specs(nt_table)),
-                values=" ".join(f"--value {shlex.quote(s)}" for s in NTNU.values(nt_table)),
-                formats=" ".join(f"--value-format {shlex.quote(s)}" for s in NTNU.value_formats(nt_table)),
                 machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
-                summary=(f"--summary-row {shlex.quote(NTNU.summary(nt_table))}" if NTNU.summary(nt_table) else ""),
                 significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[NT_FIRST].label,
                 measures=" ".join(NT["measures"]),
@@ -161,9 +158,8 @@ if "ntnu" in EXP.plugins:
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " ntnu",
             shell:
-                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
-                " --measures {params.measures} --row-header Reranker {params.values} {params.formats} {params.machine}"
-                " {params.summary} --meta {input.metas}"
+                "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
+                " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
                 " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
                 " --command {params.command:q} > {log}"
 
@@ -195,6 +191,7 @@ if "ntnu" in EXP.plugins:
             """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
             input:
                 NTNU.sweep_evals(),
+                spec=PATH("table_spec", table="ntnu_candidates"),
             output:
                 figure=figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
                 numbers=PATH("figure", figure="ntnu_candidates").removesuffix(".png") + ".json",  # its points, for the index
@@ -206,8 +203,7 @@ if "ntnu" in EXP.plugins:
                 ENV
             params:
                 figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
-                specs=" ".join(f"--eval {shlex.quote(s)}" for s in NTNU.sweep_specs()),
                 measures=" ".join(NT["measures"]),
             shell:
-                "python -m reranker tables figure sweep {params.specs} --measures {params.measures} --xlabel R"
+                "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
                 " --out {output.figure} --numbers {output.numbers} > {log}"

@@ -109,6 +109,7 @@ if "radboud" in EXP.plugins:
                 evals=RADBOUD.evals(rb_table),
                 checkpoints=[meta for _, meta in RADBOUD.checkpoint_metas(rb_table)],
                 sources=SOURCE_NUMBERS,
+                spec=PATH("table_spec", table=rb_table),
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
@@ -122,19 +123,17 @@ if "radboud" in EXP.plugins:
             conda:
                 ENV
             params:
-                specs=RADBOUD.specs(rb_table),
                 significance=SIGNIFICANCE,
                 baseline=FIRST_STAGES[RB["first_stage"]].label,
                 second=RADBOUD.baseline_row(rb_table) or "",
                 measures=" ".join(RB["measures"]),
                 caption=RADBOUD.caption(rb_table),
-                checkpoints=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in RADBOUD.checkpoint_metas(rb_table)),
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " radboud",
             shell:
-                "python -m reranker tables results --eval {params.specs} --baseline-row {params.baseline:q} {params.significance}"
+                "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
                 " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
-                " --caption {params.caption:q} --formats md csv tex html --checkpoints {params.checkpoints} --sources {input.sources}"
+                " --caption {params.caption:q} --formats md csv tex html --sources {input.sources}"
                 " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
     for rb_table in RADBOUD.pretraining_tables():
@@ -145,6 +144,7 @@ if "radboud" in EXP.plugins:
             input:
                 metas=[meta for _, meta in RADBOUD.pretrainings(rb_table)],
                 sources=SOURCE_NUMBERS,
+                spec=PATH("table_spec", table=rb_table),
             output:
                 md=PATH("table", table=rb_table),
                 csv=PATH("table_stem", table=rb_table) + ".csv",
@@ -158,11 +158,10 @@ if "radboud" in EXP.plugins:
             conda:
                 ENV
             params:
-                specs=" ".join(shlex.quote(f"{label}:{meta}") for label, meta in RADBOUD.pretrainings(rb_table)),
                 caption=RB["tables"][rb_table],
                 out=lambda w, output: output.md[: -len(".md")],
                 command=CFG["run_command"] + " radboud",
             shell:
-                "python -m reranker tables pretraining --checkpoints {params.specs} --caption {params.caption:q}"
+                "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
                 " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
                 " --sources {input.sources} > {log}"

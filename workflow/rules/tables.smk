@@ -1,4 +1,5 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
+from reranker.formats.table_spec import write_spec
 
 # Ours, then each paper's own (reranker/experiments: the registry of the papers this configuration asks for).
 TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")]
@@ -10,6 +11,24 @@ STATS_NOTE = (
 BASELINES_NOTE = (
     "AP is AP@1000 (trec_eval -M1000 map). A provided run is evaluated as it is" " (robust04: Birch's own 5-fold BM25+RM3 run)."
 )
+# Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
+TABLE_SPECS = EXP.table_specs()
+
+
+rule table_spec:
+    """A table's cells as a spec file (reranker.formats.table_spec), which its rule hands `tables ... --spec`:
+    labels and paths as records, never quoted into a command line. A change to them reruns it (params)."""
+    output:
+        P("table_spec"),
+    log:
+        PATH("log", stage="tables", name="{table}.spec"),
+    wildcard_constraints:
+        table=wildcard_pattern(TABLE_SPECS),
+    localrule: True
+    params:
+        spec=lambda w: TABLE_SPECS[w.table],
+    run:
+        write_spec(output[0], params.spec)
 
 
 rule baselines_table:
@@ -18,6 +37,7 @@ rule baselines_table:
         [PATH("eval", collection=s, run=m) for s in EXP.baseline_slugs for m in FIRST_STAGES],
         [PATH("eval", collection=s, run="provided") for s in EXP.provided_slugs],
         sources=SOURCE_NUMBERS,
+        spec=PATH("table_spec", table="baselines"),
     output:
         md=PATH("table", table="baselines"),
         csv=PATH("table_stem", table="baselines") + ".csv",
@@ -30,14 +50,13 @@ rule baselines_table:
     conda:
         ENV
     params:
-        specs=EXP.baseline_specs(),
         caption=EXP.baselines_caption(),
         measures=" ".join(CFG["measures"]),
         note=BASELINES_NOTE,
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
     shell:
-        "python -m reranker tables results --eval {params.specs} --measures {params.measures}"
+        "python -m reranker tables results --spec {input.spec} --measures {params.measures}"
         " --row-header Collection --no-bold --caption {params.caption:q} --formats md csv html --out {params.out} --sources {input.sources}"
         " --numbers {output.numbers} --note {params.note:q} --command {params.command:q} > {log}"
 
@@ -46,6 +65,7 @@ rule dataset_stats_table:
     """Documents, queries, judgments and lengths of every baseline collection."""
     input:
         [PATH("stats", collection=s) for s in EXP.baseline_slugs],
+        spec=PATH("table_spec", table="dataset_stats"),
     output:
         md=PATH("table", table="dataset_stats"),
         csv=PATH("table_stem", table="dataset_stats") + ".csv",
@@ -58,13 +78,12 @@ rule dataset_stats_table:
     conda:
         ENV
     params:
-        specs=" ".join(f"{EXP.slug_to_id[s]}:{PATH('stats', collection=s)}" for s in EXP.baseline_slugs),
         caption="Dataset statistics",
         note=STATS_NOTE,
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
     shell:
-        "python -m reranker tables stats --stats {params.specs} --caption {params.caption:q}"
+        "python -m reranker tables stats --spec {input.spec} --caption {params.caption:q}"
         " --note {params.note:q} --formats md csv html --out {params.out} --numbers {output.numbers}"
         " --command {params.command:q} > {log}"
 
