@@ -14,6 +14,9 @@ sentence-transformers' `modules.json` and `1_Pooling/config.json`), else [CLS]. 
 classifier: the plain encoder, whose score is the cosine of the mean-pooled query and text vectors
 (a zero-shot reference, not Birch's method).
 
+Each head is one `Loader` (`LOADERS`, keyed by the registry's names): how its model is built from a
+checkpoint, and what it outputs.
+
 Fine-tuned checkpoints are HF-format directories with a `reranker.json` beside the weights that
 records the head and the relevant index.
 """
@@ -24,6 +27,7 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +67,8 @@ class Classifier:
 
 def head_outputs(head: str, config: Any) -> int:
     """Outputs of a head: NSP's two, a bi-encoder's one (its cosine), else the classifier's labels."""
-    return {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head) or int(config.num_labels)
+    loader = LOADERS.get(head)
+    return (loader.outputs if loader else None) or int(config.num_labels)
 
 
 def read_meta(directory: str | os.PathLike) -> dict:
@@ -187,6 +192,57 @@ def load_masked_lm(model: str, num_layers: int | None = None, device: str | torc
     return Classifier(net, tokenizer, 0, head, source, weights, weights)
 
 
+@dataclass(frozen=True)
+class Loader:
+    """A head: how its model is built from a checkpoint (`load(source, meta, overrides)`, called once the
+    seed is set), and what it outputs and reads."""
+
+    load: Callable[[str, dict, dict[str, Any]], Any]
+    outputs: int | None = None  # fixed outputs; None: the classifier's num_labels
+    sized: bool = False  # a linear classifier: `num_labels` sizes it and `fresh_head` initialises it anew
+    pooling: str = "cls"  # what the classifier reads: [CLS] ("cls") or every token ("mean")
+
+
+def _sequence_classification(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
+    from transformers import AutoModelForSequenceClassification
+
+    if not meta.get("num_labels"):  # a fetched classifier keeps its own labels; an encoder gets two
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(source)
+        if getattr(config, "architectures", None) and any("SequenceClassification" in a for a in config.architectures):
+            overrides.setdefault("num_labels", config.num_labels)
+        else:
+            overrides.setdefault("num_labels", 2)
+    return AutoModelForSequenceClassification.from_pretrained(source, **overrides)
+
+
+def _mean_pooling(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
+    overrides.setdefault("num_labels", int(meta.get("num_labels") or 2))
+    return mean_pooled_class().from_pretrained(source, **overrides)
+
+
+def _next_sentence_prediction(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
+    from transformers import BertForNextSentencePrediction
+
+    return BertForNextSentencePrediction.from_pretrained(source, **overrides)
+
+
+def _bi_encoder(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(source, add_pooling_layer=False, **overrides)
+
+
+# One loader per name of registry.HEADS (tests/test_registry.py holds the two lists together).
+LOADERS: dict[str, Loader] = {
+    "sequence_classification": Loader(_sequence_classification, sized=True),
+    "mean_pooling": Loader(_mean_pooling, sized=True, pooling="mean"),
+    "next_sentence_prediction": Loader(_next_sentence_prediction, outputs=2),
+    "bi_encoder": Loader(_bi_encoder, outputs=1, pooling="mean"),
+}
+
+
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,
                     num_layers: int | None = None, seed: int = 0, device: str | torch.device = "cpu",
                     num_labels: int | None = None, fresh_head: bool = False) -> Classifier:
@@ -195,48 +251,31 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
     `num_labels` (for fine-tuning) sizes the head; a head of another size, or any head with
     `fresh_head`, is initialised anew (seeded) while the encoder is carried over.
     """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertForNextSentencePrediction
+    from transformers import AutoTokenizer
 
     source = resolve_source(model)
     meta = read_meta(source) if Path(source).exists() else {}
     head = head or meta.get("head") or default_head(source)
     if head not in HEADS:
         raise CheckpointError(f"unknown head {head!r}; use one of {', '.join(HEADS)}")
+    loader = LOADERS[head]
     overrides: dict[str, Any] = {}
     if num_layers is not None:
         overrides["num_hidden_layers"] = num_layers
-    if num_labels is not None and head in ("sequence_classification", "mean_pooling"):
+    if num_labels is not None and loader.sized:
         overrides["num_labels"] = num_labels
         overrides["ignore_mismatched_sizes"] = True  # a head of another size is replaced, not an error
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
         # Seed before construction: a new head (and a missing pooler) is initialised randomly.
         torch.manual_seed(seed)
-        if head == "next_sentence_prediction":
-            net = BertForNextSentencePrediction.from_pretrained(source, **overrides)
-        elif head == "bi_encoder":
-            from transformers import AutoModel
-
-            net = AutoModel.from_pretrained(source, add_pooling_layer=False, **overrides)
-        elif head == "mean_pooling":
-            overrides.setdefault("num_labels", int(meta.get("num_labels") or 2))
-            net = mean_pooled_class().from_pretrained(source, **overrides)
-        else:
-            if not meta.get("num_labels"):
-                from transformers import AutoConfig
-
-                config = AutoConfig.from_pretrained(source)
-                if getattr(config, "architectures", None) and any("SequenceClassification" in a for a in config.architectures):
-                    overrides.setdefault("num_labels", config.num_labels)
-                else:
-                    overrides.setdefault("num_labels", 2)
-            net = AutoModelForSequenceClassification.from_pretrained(source, **overrides)
+        net = loader.load(source, meta, overrides)
     except OSError as err:
         raise CheckpointError(
             f"cannot load checkpoint {model!r}: {err}\n"
             "Offline? Point HF_HOME at a cache that holds it (HF_HUB_OFFLINE=1), or give a local directory."
         ) from err
-    if fresh_head and head in ("sequence_classification", "mean_pooling"):
+    if fresh_head and loader.sized:
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             weight = torch.randn(net.classifier.weight.shape, generator=generator) * net.config.initializer_range

@@ -15,8 +15,9 @@ and any negative grade are level 0, so level = max(grade, 0). The objectives
   2015 on logits; Hofstaetter et al.'s Margin-MSE would need (positive, negative) pairs). The
   train stage puts the teacher's logits in as targets.
 
-Only the train stage uses these; scores are read back by the score stage's rankings
-(`registry.RANKINGS`).
+Each objective's behaviour is one registered `Rule` (`RULES`, keyed by the registry's names);
+`Objective` carries the settings and hands each call to its rule. Only the train stage uses these;
+scores are read back by the score stage's rankings (`registry.RANKINGS`).
 """
 
 from __future__ import annotations
@@ -50,43 +51,24 @@ class Objective:
     def __post_init__(self) -> None:
         if self.name not in OBJECTIVES:
             raise InputError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.name!r}")
-        if self.name == "regression" and self.grade_values is None:
-            raise InputError("the regression objective needs grade_values (one value per grade level)")
+        self.rule.check(self)
         if self.class_weights is not None and len(self.class_weights) != self.levels:
             raise InputError(f"class_weights has {len(self.class_weights)} values for {self.levels} grade levels")
 
     @property
+    def rule(self) -> Rule:
+        return RULES[self.name]
+
+    @property
     def outputs(self) -> int:
-        return {"binary": 2, "distill": 2, "regression": 1}.get(self.name, self.levels)
+        return self.rule.outputs(self)
 
     def targets(self, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
         """The training target of each pair, from its grade level (binary: from its relevant label)."""
-        if self.name == "binary":
-            relevant = self.relevant_index
-            return torch.tensor([relevant if label else 1 - relevant for label in labels], dtype=torch.long)
-        if self.name == "distill":  # placeholders until the teacher's logits replace them
-            return torch.zeros((len(labels), 2), dtype=torch.float32)
-        if self.name == "regression":
-            return torch.tensor([float(self.grade_values[lv]) for lv in levels], dtype=torch.float32)
-        return torch.tensor(list(levels), dtype=torch.long)
-
-    def _bce(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        one_hot = torch.nn.functional.one_hot(targets, self.levels).float()
-        weight = None if self.class_weights is None else torch.tensor(self.class_weights, device=logits.device)
-        return torch.nn.functional.binary_cross_entropy_with_logits(logits, one_hot, pos_weight=weight)
+        return self.rule.targets(self, levels, labels)
 
     def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = logits.float()
-        if self.name == "binary":
-            return torch.nn.functional.cross_entropy(logits, targets)
-        if self.name == "regression":
-            return torch.nn.functional.mse_loss(logits[:, 0], targets)
-        if self.name == "distill":
-            return torch.nn.functional.mse_loss(logits, targets)
-        if self.name == "multi_label":
-            return self._bce(logits, targets)
-        ce, bce = self.loss_weights
-        return ce * torch.nn.functional.cross_entropy(logits, targets) + bce * self._bce(logits, targets)
+        return self.rule.loss(self, logits.float(), targets)
 
     def prior_loss(self, train_targets: torch.Tensor, targets: torch.Tensor) -> float:
         """The loss on `targets` of the best constant prediction under this objective's own loss, fitted
@@ -99,40 +81,137 @@ class Objective:
 
     def prior_row(self, train_targets: torch.Tensor) -> torch.Tensor:
         """The constant logits that minimise the loss on `train_targets`."""
-        if self.name == "regression":
-            return train_targets.float().mean().reshape(1)
-        if self.name == "distill":  # the teacher's mean logits
-            return train_targets.float().mean(dim=0)
-        n = self.outputs
-        prior = (torch.bincount(train_targets, minlength=n).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
-        if self.name == "binary":
-            return prior.log().float()
+        return self.rule.prior_row(self, train_targets)
+
+    def score(self, logits: torch.Tensor) -> torch.Tensor:
+        """A ranking score for validation: the relevant logit, the predicted level (argmax ranking), or the value."""
+        return self.rule.score(self, logits.float())
+
+
+class Rule:
+    """One objective's behaviour, given the objective's settings. The defaults are the multi-level
+    objectives': a logit per grade level, the level as target, ranked by argmax_score."""
+
+    def check(self, objective: Objective) -> None:
+        """Refuse settings the objective cannot train with."""
+
+    def outputs(self, objective: Objective) -> int:
+        return objective.levels
+
+    def targets(self, objective: Objective, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        return torch.tensor(list(levels), dtype=torch.long)
+
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def score(self, objective: Objective, logits: torch.Tensor) -> torch.Tensor:
+        return argmax_score(logits)
+
+
+def label_prior(train_targets: torch.Tensor, outputs: int) -> torch.Tensor:
+    """Each class's share of the training targets, kept off 0 and 1 (its log and logit stay finite)."""
+    return (torch.bincount(train_targets, minlength=outputs).double() / len(train_targets)).clamp(1e-6, 1 - 1e-6)
+
+
+class Binary(Rule):
+    def outputs(self, objective: Objective) -> int:
+        return 2
+
+    def targets(self, objective: Objective, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        relevant = objective.relevant_index
+        return torch.tensor([relevant if label else 1 - relevant for label in labels], dtype=torch.long)
+
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(logits, targets)
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        return label_prior(train_targets, 2).log().float()
+
+    def score(self, objective: Objective, logits: torch.Tensor) -> torch.Tensor:
+        return logits[:, objective.relevant_index]
+
+
+class MultiLabel(Rule):
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        one_hot = torch.nn.functional.one_hot(targets, objective.levels).float()
+        weights = objective.class_weights
+        weight = None if weights is None else torch.tensor(weights, device=logits.device)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, one_hot, pos_weight=weight)
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
         # a sigmoid per level: BCE with pos_weight w is least at sigmoid(z) = w p / (w p + 1 - p)
-        weight = torch.ones(n, dtype=torch.double) if self.class_weights is None else torch.tensor(self.class_weights).double()
-        row = torch.log(weight * prior / (1 - prior)).float()
-        if self.name == "multi_label":
-            return row
-        # multi_class_multi_label mixes softmax CE and that BCE: no closed form, so descend from the BCE optimum
-        row = row.clone().requires_grad_(True)
+        n = self.outputs(objective)
+        prior = label_prior(train_targets, n)
+        weights = objective.class_weights
+        weight = torch.ones(n, dtype=torch.double) if weights is None else torch.tensor(weights).double()
+        return torch.log(weight * prior / (1 - prior)).float()
+
+
+class MultiClassMultiLabel(MultiLabel):
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        ce, bce = objective.loss_weights
+        return ce * torch.nn.functional.cross_entropy(logits, targets) + bce * super().loss(objective, logits, targets)
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        # softmax CE mixed with the multi-label BCE has no closed form, so descend from the BCE optimum
+        row = super().prior_row(objective, train_targets).clone().requires_grad_(True)
         optimiser = torch.optim.LBFGS([row], max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
 
         def closure():
             optimiser.zero_grad()
-            loss = self.loss(row.expand(len(train_targets), n), train_targets)
+            loss = objective.loss(row.expand(len(train_targets), self.outputs(objective)), train_targets)
             loss.backward()
             return loss
 
         optimiser.step(closure)
         return row.detach()
 
-    def score(self, logits: torch.Tensor) -> torch.Tensor:
-        """A ranking score for validation: the relevant logit, the predicted level (argmax ranking), or the value."""
-        logits = logits.float()
-        if self.name in ("binary", "distill"):
-            return logits[:, self.relevant_index]
-        if self.name == "regression":
-            return logits[:, 0]
-        return argmax_score(logits)
+
+class Regression(Rule):
+    def check(self, objective: Objective) -> None:
+        if objective.grade_values is None:
+            raise InputError("the regression objective needs grade_values (one value per grade level)")
+
+    def outputs(self, objective: Objective) -> int:
+        return 1
+
+    def targets(self, objective: Objective, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        return torch.tensor([float(objective.grade_values[lv]) for lv in levels], dtype=torch.float32)
+
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.mse_loss(logits[:, 0], targets)
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        return train_targets.float().mean().reshape(1)
+
+    def score(self, objective: Objective, logits: torch.Tensor) -> torch.Tensor:
+        return logits[:, 0]
+
+
+class Distill(Binary):
+    """A two-way head read as binary's, trained on a teacher's logits (which replace the targets)."""
+
+    def targets(self, objective: Objective, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        return torch.zeros((len(labels), 2), dtype=torch.float32)  # placeholders until the teacher's logits
+
+    def loss(self, objective: Objective, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.mse_loss(logits, targets)
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        return train_targets.float().mean(dim=0)  # the teacher's mean logits
+
+
+# One rule per name of registry.OBJECTIVES (tests/test_registry.py holds the two lists together).
+RULES: dict[str, Rule] = {
+    "binary": Binary(),
+    "multi_label": MultiLabel(),
+    "multi_class_multi_label": MultiClassMultiLabel(),
+    "regression": Regression(),
+    "distill": Distill(),
+}
 
 
 def argmax_score(logits: torch.Tensor) -> torch.Tensor:

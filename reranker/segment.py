@@ -17,6 +17,9 @@ of the run's top-K once, at least one unit per document (an empty document gets 
 so that every candidate keeps a score). A sidecar `<out>.meta.json` records the splitter and its
 version, K, the token budget, the tokenizer and the checksums of the inputs. Identical inputs give
 byte-identical outputs.
+
+Each unit is one builder (`BUILDERS`, keyed by the registry's names) of the function that cuts a
+document into units.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
@@ -148,6 +151,52 @@ def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitte
     return [Unit(doc_id, i, text) for i, text in enumerate(texts or [""])]
 
 
+class Cut(NamedTuple):
+    """What a unit builder may read: the run's queries (in run order) and segment()'s settings."""
+
+    queries: Sequence[str]
+    tokenizer: str
+    max_length: int
+    passage_length: int
+    passage_stride: int
+    passage_title: bool
+
+
+UnitsOf = Callable[[str, str, str], list[Unit]]  # (doc_id, title, body) -> the document's units
+
+
+def _sentences(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
+    from transformers import AutoTokenizer
+
+    from reranker.models import resolve_source
+
+    tok = AutoTokenizer.from_pretrained(resolve_source(cut.tokenizer))
+    budget = token_budget(tok, cut.queries, cut.max_length)
+    splitter = SentenceSplitter()
+    meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},
+                tokenizer=cut.tokenizer, max_length=cut.max_length, token_budget=budget)
+    return lambda doc_id, title, body: sentence_units(doc_id, title, body, splitter, tok, budget)
+
+
+def _passages(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
+    meta.update(passages={"length": cut.passage_length, "stride": cut.passage_stride, "title": cut.passage_title})
+    return lambda doc_id, title, body: passage_units(doc_id, title, body, cut.passage_length, cut.passage_stride,
+                                                     cut.passage_title)
+
+
+def _documents(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
+    return lambda doc_id, title, body: [Unit(doc_id, 0, f"{title} {body}".strip())]
+
+
+# One builder per name of registry.UNITS (tests/test_registry.py holds the two lists together): it
+# records its settings in the meta and returns the cutter.
+BUILDERS: dict[str, Callable[[Cut, dict[str, Any]], UnitsOf]] = {
+    "sentences": _sentences,
+    "passages": _passages,
+    "documents": _documents,
+}
+
+
 def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_path: str | os.PathLike,
             out: str | os.PathLike, unit: str = "sentences", candidates: int = 100,
             tokenizer: str = DEFAULT_TOKENIZER, max_length: int = 128,
@@ -168,27 +217,8 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
     meta: dict[str, Any] = {"unit": unit, "candidates": candidates, "documents": len(docs),
                             "inputs": {name: {"path": str(p), "sha256": file_sha256(p)} for name, p in
                                        (("docs", docs_path), ("run", run_path), ("topics", topics_path))}}
-    if unit == "sentences":
-        from transformers import AutoTokenizer
-
-        from reranker.models import resolve_source
-
-        tok = AutoTokenizer.from_pretrained(resolve_source(tokenizer))
-        budget = token_budget(tok, (topics[qid] for qid in run), max_length)
-        splitter = SentenceSplitter()
-        meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},
-                    tokenizer=tokenizer, max_length=max_length, token_budget=budget)
-
-        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
-            return sentence_units(doc_id, title, body, splitter, tok, budget)
-    elif unit == "documents":
-        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
-            return [Unit(doc_id, 0, f"{title} {body}".strip())]
-    else:
-        meta.update(passages={"length": passage_length, "stride": passage_stride, "title": passage_title})
-
-        def units_of(doc_id: str, title: str, body: str) -> list[Unit]:
-            return passage_units(doc_id, title, body, passage_length, passage_stride, passage_title)
+    cut = Cut([topics[qid] for qid in run], tokenizer, max_length, passage_length, passage_stride, passage_title)
+    units_of = BUILDERS[unit](cut, meta)
 
     units: list[Unit] = []
     for doc_id in tqdm(sorted(docs), desc=f"segment {unit}", unit="doc", file=sys.stderr):

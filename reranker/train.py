@@ -50,6 +50,7 @@ from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
 from reranker.objectives import Objective, level
 from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
+from reranker.settings import RULE_ONLY
 
 LOG_FILE = "train_log.jsonl"
 VALIDATION_FILE = "validation_log.jsonl"
@@ -94,11 +95,12 @@ class _Settings:
 
 
 # Hyper-parameters: one field per `training:` setting of the config schema, with its default and
-# description there (`gpus` is the scheduler's, not the trainer's).
+# description there (`gpus` is the scheduler's, not the trainer's; `negatives_from` picks the --run a rule
+# hands the trainer: reranker.settings.RULE_ONLY).
 TrainingConfig = dataclasses.make_dataclass(
     "TrainingConfig",
     [(name, Any, dataclasses.field(default=tuple(value) if isinstance(value, list) else value))
-     for name, value in config_defaults()["training"].items() if name != "gpus"],
+     for name, value in config_defaults()["training"].items() if name not in ("gpus", *RULE_ONLY)],
     bases=(_Settings,), frozen=True)
 TrainingConfig.__module__ = __name__
 DEFAULT_TRAINING = TrainingConfig()
@@ -619,6 +621,221 @@ def pair_task(classifier: models.Classifier, sources: Sequence[Source], examples
                 lambda: validate(classifier.model, held_out, objective, pad_id, device, dtype), "mrr")
 
 
+def checkpoint_meta(base: str, classifier: models.Classifier, objective: Objective | None, fresh: bool,
+                    examples: Sequence[Examples], config: TrainingConfig) -> dict[str, Any]:
+    """reranker.json's account of what training starts from and on (the run's results are added when it ends)."""
+    model = classifier.model
+    return {
+        "head": classifier.head,
+        "task": config.task,
+        "relevant_index": classifier.relevant_index,
+        "num_labels": None if objective is None else objective.outputs,
+        "base": str(base),
+        "base_fingerprint": classifier.fingerprint,
+        "fresh_head": fresh,
+        "num_layers": model.config.num_hidden_layers,
+        "shape": f"{model.config.num_hidden_layers}/{model.config.hidden_size}",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "sources": [example.record for example in examples],
+        "training": config.as_dict(),
+    }
+
+
+@dataclass
+class Loop:
+    """The training loop's state: what it trains, where it stands, and what it has seen.
+
+    A resume file holds where it stands and what it has seen, with the weights, the optimiser's and
+    scheduler's state and torch's RNG: a killed run goes on from its last check bit for bit.
+    """
+
+    model: Any
+    task: Task
+    config: TrainingConfig
+    optimizer: torch.optim.Optimizer
+    scheduler: Any  # the linear warm-up and decay
+    shuffler: torch.Generator  # draws each epoch's batches, apart from the dropout's RNG
+    pad_id: int
+    device: torch.device
+    dtype: torch.dtype
+    steps_per_epoch: int
+    total_steps: int
+    name: str  # the checkpoint's, for messages
+    resume_file: Path
+    resume_key: str
+    # where it stands
+    step: int = 0
+    epoch_start: torch.Tensor | None = None  # the shuffler's state when the current epoch's batches were drawn
+    skip: int = 0  # batches of the current epoch trained on before a resume
+    stopped_early: bool = False
+    # what it has seen
+    log: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # one entry per step
+    checks: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # one entry per held-out pass
+    best: dict[str, Any] = dataclasses.field(default_factory=dict)  # the best pass's entry, and its weights with select: best
+    pairs_seen: int = 0
+    tokens_seen: int = 0
+    padded_seen: int = 0
+    train_seconds: float = 0.0
+    smoothed: float | None = None  # the progress bar's moving loss (not resumed)
+    bar: Any = None  # the progress bar, while the loop runs
+
+    @classmethod
+    def begin(cls, model: Any, task: Task, config: TrainingConfig, pad_id: int, device: torch.device,
+              dtype: torch.dtype, out_dir: Path, resume_key: str) -> Loop:
+        """A loop at step 0, or where a saved state of the same inputs left off."""
+        from transformers import get_linear_schedule_with_warmup
+
+        model.train()
+        optimizer = optimizer_for(model, config)
+        steps_per_epoch = math.ceil(len(task.data.ids) / config.batch_size)
+        total_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
+        scheduler = get_linear_schedule_with_warmup(optimizer, round(config.warmup * total_steps), total_steps)
+        loop = cls(model, task, config, optimizer, scheduler, torch.Generator().manual_seed(config.seed), pad_id, device,
+                   dtype, steps_per_epoch, total_steps, out_dir.name, resume_path(out_dir), resume_key)
+        saved = load_resume(loop.resume_file, resume_key)
+        if saved is not None:
+            loop.restore(saved)
+        return loop
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Go on from a saved state (see `save`)."""
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["torch_rng"])  # dropout continues where it was
+        self.log, self.checks, self.best = saved["log"], saved["checks"], saved["best"]
+        self.step, self.pairs_seen, self.tokens_seen, self.padded_seen, self.train_seconds = saved["counters"]
+        self.epoch_start, self.skip, self.stopped_early = saved["epoch_start"], saved["in_epoch"], saved["stopped_early"]
+        print(f"train {self.name}: resumed at step {self.step} of {self.total_steps} from {self.resume_file}",
+              file=sys.stderr)
+
+    def save(self, in_epoch: int) -> None:
+        """Everything the loop needs to go on from here, bit for bit, after the process dies."""
+        write_resume(self.resume_file, {
+            "key": self.resume_key, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(), "torch_rng": torch.get_rng_state(), "log": self.log,
+            "checks": self.checks, "best": self.best,
+            "counters": (self.step, self.pairs_seen, self.tokens_seen, self.padded_seen, self.train_seconds),
+            "epoch_start": self.epoch_start, "in_epoch": in_epoch, "stopped_early": self.stopped_early})
+
+    def run(self) -> None:
+        """Train to the planned steps, or until patience runs out; then keep the selected weights."""
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc=f"train {self.name}", file=sys.stderr)
+        if self.step == 0:  # the untrained head, the reference for every later pass (a resumed loop has it)
+            self.validate()
+        while self.step < self.total_steps and not self.stopped_early:
+            self.epoch()
+        self.bar.close()
+        if self.best.get("state") is not None:
+            self.model.load_state_dict(self.best["state"])
+        self.model.eval()
+
+    def epoch(self) -> None:
+        """The current epoch's batches, from the first not yet trained on; a check and a save every `eval_every` steps."""
+        if self.epoch_start is None:
+            self.epoch_start = self.shuffler.get_state()
+        else:  # resumed mid-epoch: draw the same batches again
+            self.shuffler.set_state(self.epoch_start)
+        batches = epoch_batches([len(ids) for ids in self.task.data.ids], self.config.batch_size, self.shuffler,
+                                self.config.bucketed)
+        for position, batch in enumerate(batches[self.skip:], start=self.skip):
+            if self.step == self.total_steps or self.stopped_early:
+                break
+            tick = time.perf_counter()
+            inputs, loss, lr = self.optimise(batch)
+            self.record(batch, inputs, loss, lr, time.perf_counter() - tick)
+            if self.step % self.config.eval_every == 0 or self.step == self.total_steps:
+                self.validate()
+                self.save(position + 1)
+        self.epoch_start, self.skip = None, 0
+
+    def optimise(self, batch: list[int]) -> tuple[dict[str, torch.Tensor], float, float]:
+        """One optimiser step on a batch: its inputs, loss and learning rate."""
+        inputs = collate(self.task.data, batch, self.pad_id, self.device)
+        with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32):
+            logits = self.model(**inputs).logits
+        loss = self.task.batch_loss(logits, batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], CLIP_NORM)
+        lr = self.scheduler.get_last_lr()[0]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return inputs, loss.item(), lr
+
+    def record(self, batch: list[int], inputs: dict[str, torch.Tensor], loss: float, lr: float, seconds: float) -> None:
+        """Count a step and log its loss."""
+        self.step += 1
+        self.train_seconds += seconds
+        self.pairs_seen += len(batch)
+        self.tokens_seen += int(inputs["attention_mask"].sum())
+        self.padded_seen += inputs["attention_mask"].numel()
+        self.log.append({"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 4), "loss": loss, "lr": lr,
+                         "width": int(inputs["input_ids"].shape[1])})
+        self.smoothed = loss if self.smoothed is None else 0.95 * self.smoothed + 0.05 * loss
+        self.bar.set_postfix(loss=f"{self.smoothed:.4f}", refresh=False)
+        self.bar.update(1)
+
+    def validate(self) -> None:
+        """A held-out pass: log it, keep the best weights, and stop once patience has run out."""
+        if not len(self.task.held_out.ids):
+            return
+        result, metric, baseline = self.task.evaluate_held_out(), self.task.metric, self.task.baseline
+        entry = {"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 4), "validation_loss": result["loss"],
+                 f"validation_{metric}": result[metric], "prior_loss": baseline}
+        self.checks.append(entry)
+        print(f"train {self.name}: step {self.step}, validation loss {result['loss']:.4f} (prior {baseline:.4f}), "
+              f"{metric} {result[metric]:.4f}", file=sys.stderr)
+        if not self.best or result["loss"] < self.best["entry"]["validation_loss"]:
+            self.best = {"entry": entry, "state": {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+                         if self.config.select == "best" else None}
+        passes_since_best = len(self.checks) - 1 - self.checks.index(self.best["entry"])
+        self.stopped_early = self.config.patience is not None and passes_since_best >= self.config.patience
+
+    def summary(self) -> dict[str, Any]:
+        """reranker.json's account of the run: steps, losses, the selected pass and throughput."""
+        metric, seconds, checks = self.task.metric, self.train_seconds, self.checks
+        chosen = self.best.get("entry") if self.config.select == "best" and self.best else (checks[-1] if checks else None)
+        return {
+            "steps": self.step, "planned_steps": self.total_steps, "stopped_early": self.stopped_early,
+            "pairs": len(self.task.data.ids), "final_loss": self.log[-1]["loss"],
+            "validation": None if chosen is None else {
+                "selected_step": chosen["step"], "loss": chosen["validation_loss"], metric: chosen[f"validation_{metric}"],
+                "prior_loss": self.task.baseline, "untrained_loss": checks[0]["validation_loss"],
+                f"untrained_{metric}": checks[0][f"validation_{metric}"], "last_loss": checks[-1]["validation_loss"],
+                "pairs": len(self.task.held_out.ids), "select": self.config.select},
+            "throughput": {
+                "pairs_per_second": round(self.pairs_seen / seconds, 2) if seconds else None,
+                "tokens_per_second": round(self.tokens_seen / seconds, 1) if seconds else None,
+                "padding_fraction": round(1 - self.tokens_seen / self.padded_seen, 4) if self.padded_seen else None,
+                "threads": torch.get_num_threads() if self.device.type == "cpu" else None},
+        }
+
+
+def publish(out_dir: Path, classifier: models.Classifier, loop: Loop, meta: dict[str, Any], precision: str,
+            started: float, usage: hardware.DeviceUsage) -> None:
+    """Write the trained checkpoint, its logs and loss plot; reranker.json last: a checkpoint without it is incomplete."""
+    import transformers
+
+    model = classifier.model
+    with atomic_dir(out_dir, last=models.META_FILE) as tmp:
+        model.save_pretrained(tmp)
+        classifier.tokenizer.save_pretrained(tmp)
+        write_lines(tmp / LOG_FILE, (json.dumps(entry) for entry in loop.log))
+        write_lines(tmp / VALIDATION_FILE, (json.dumps(entry) for entry in loop.checks))
+        plot_loss(loop.log, tmp / PLOT_FILE, title=out_dir.name, validation=loop.checks)
+        meta.update(
+            fingerprint=models.fingerprints(model, classifier.head, classifier.relevant_index)[1],
+            device=str(loop.device), precision=precision, dtype=str(loop.dtype).removeprefix("torch."), **loop.summary(),
+            seconds=round(time.perf_counter() - started, 1), device_usage=usage.record(), machine=hardware.machine(),
+            versions={"torch": torch.__version__, "transformers": transformers.__version__}, complete=True)
+        models.write_meta(tmp, meta)
+    resume_path(out_dir).unlink(missing_ok=True)  # published: nothing left to resume
+
+
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
           config: TrainingConfig = DEFAULT_TRAINING) -> Path:
     """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
@@ -628,9 +845,6 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
     the step with the lowest held-out loss. Returns `out_dir`. A complete checkpoint there with the
     same inputs is kept as it is.
     """
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
-
     sources = [sources] if isinstance(sources, Source) else list(sources)
     if not sources:
         raise InputError("train() needs at least one source")
@@ -646,160 +860,20 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
         base_meta = models.read_meta(base) if Path(base).is_dir() else {}
         fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
         classifier, examples, objective = load_task(base, sources, config, device, fresh)
-        meta = {
-            "head": classifier.head,
-            "task": config.task,
-            "relevant_index": classifier.relevant_index,
-            "num_labels": None if objective is None else objective.outputs,
-            "base": str(base),
-            "base_fingerprint": classifier.fingerprint,
-            "fresh_head": fresh,
-            "num_layers": classifier.model.config.num_hidden_layers,
-            "shape": f"{classifier.model.config.num_hidden_layers}/{classifier.model.config.hidden_size}",
-            "parameters": sum(p.numel() for p in classifier.model.parameters()),
-            "trainable_parameters": sum(p.numel() for p in classifier.model.parameters() if p.requires_grad),
-            "sources": [example.record for example in examples],
-            "training": config.as_dict(),
-        }
+        meta = checkpoint_meta(base, classifier, objective, fresh, examples, config)
         if is_complete(out_dir) and _inputs(models.read_meta(out_dir)) == _inputs(meta):
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
 
         pad = classifier.tokenizer.pad_token_id
         pad_id = 0 if pad is None else int(pad)
-        model = classifier.model
         if objective is None:
             task = masked_lm_task(classifier, examples[0], pad_id, device, dtype)
         else:
             task = pair_task(classifier, sources, examples, objective, config, pad_id, device, dtype, meta)
-        data, held_out, baseline, batch_loss, evaluate_held_out, metric = task
-        lengths = [len(ids) for ids in data.ids]
-
-        model = classifier.model
-        model.train()
-        optimizer = optimizer_for(model, config)
-        steps_per_epoch = math.ceil(len(lengths) / config.batch_size)
-        total_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
-        scheduler = get_linear_schedule_with_warmup(optimizer, round(config.warmup * total_steps), total_steps)
-        shuffler = torch.Generator().manual_seed(config.seed)
-        autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32)
-
-        log: list[dict[str, Any]] = []
-        checks: list[dict[str, Any]] = []
-        best: dict[str, Any] = {}
-        smoothed = None
-        step, pairs_seen, tokens_seen, padded_seen, train_seconds = 0, 0, 0, 0, 0.0
-        resume_file, resume_key = resume_path(out_dir), inputs_key(meta)
-        saved = load_resume(resume_file, resume_key)
-        epoch_start, skip = None, 0  # the shuffler's state when the current epoch's batches were drawn
-        if saved is not None:
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            torch.set_rng_state(saved["torch_rng"])  # dropout continues where it was
-            log, checks, best = saved["log"], saved["checks"], saved["best"]
-            step, pairs_seen, tokens_seen, padded_seen, train_seconds = saved["counters"]
-            epoch_start, skip = saved["epoch_start"], saved["in_epoch"]
-            print(f"train {out_dir.name}: resumed at step {step} of {total_steps} from {resume_file}", file=sys.stderr)
-        bar = tqdm(total=total_steps, initial=step, unit="step", desc=f"train {out_dir.name}", file=sys.stderr)
-
-        def save_resume(in_epoch: int) -> None:
-            """Everything the loop needs to go on from here, bit for bit, after the process dies."""
-            write_resume(resume_file, {
-                "key": resume_key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(), "log": log,
-                "checks": checks, "best": best, "counters": (step, pairs_seen, tokens_seen, padded_seen, train_seconds),
-                "epoch_start": epoch_start, "in_epoch": in_epoch, "stopped_early": stopped_early})
-
-        def check() -> bool:
-            """Validate; keep the best weights; True when patience has run out."""
-            if not len(held_out.ids):
-                return False
-            result = evaluate_held_out()
-            entry = {"step": step, "epoch": round(step / steps_per_epoch, 4), "validation_loss": result["loss"],
-                     f"validation_{metric}": result[metric], "prior_loss": baseline}
-            checks.append(entry)
-            print(f"train {out_dir.name}: step {step}, validation loss {result['loss']:.4f} (prior {baseline:.4f}), "
-                  f"{metric} {result[metric]:.4f}", file=sys.stderr)
-            if not best or result["loss"] < best["entry"]["validation_loss"]:
-                best.update(entry=entry, state={k: v.detach().clone() for k, v in model.state_dict().items()}
-                            if config.select == "best" else None)
-            passes_since_best = len(checks) - 1 - checks.index(best["entry"])
-            return config.patience is not None and passes_since_best >= config.patience
-
-        # step 0: the untrained head, the reference for every later pass
-        stopped_early = saved["stopped_early"] if saved is not None else check()
-        while step < total_steps and not stopped_early:
-            if epoch_start is None:
-                epoch_start = shuffler.get_state()
-            else:  # resumed mid-epoch: draw the same batches again
-                shuffler.set_state(epoch_start)
-            for position, batch in enumerate(epoch_batches(lengths, config.batch_size, shuffler, config.bucketed)):
-                if position < skip:
-                    continue
-                if step == total_steps or stopped_early:
-                    break
-                tick = time.perf_counter()
-                inputs = collate(data, batch, pad_id, device)
-                with autocast:
-                    logits = model(**inputs).logits
-                loss = batch_loss(logits, batch)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], CLIP_NORM)
-                lr = scheduler.get_last_lr()[0]
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                step += 1
-                value = loss.item()
-                train_seconds += time.perf_counter() - tick
-                pairs_seen += len(batch)
-                tokens_seen += int(inputs["attention_mask"].sum())
-                padded_seen += inputs["attention_mask"].numel()
-                log.append({"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": value, "lr": lr,
-                            "width": int(inputs["input_ids"].shape[1])})
-                smoothed = value if smoothed is None else 0.95 * smoothed + 0.05 * value
-                bar.set_postfix(loss=f"{smoothed:.4f}", refresh=False)
-                bar.update(1)
-                if step % config.eval_every == 0 or step == total_steps:
-                    stopped_early = check()
-                    save_resume(position + 1)
-            epoch_start, skip = None, 0
-        bar.close()
-        if best.get("state") is not None:
-            model.load_state_dict(best["state"])
-        model.eval()
-
-    # Published with reranker.json last: a checkpoint without it is incomplete.
-    with atomic_dir(out_dir, last=models.META_FILE) as tmp:
-        model.save_pretrained(tmp)
-        classifier.tokenizer.save_pretrained(tmp)
-        write_lines(tmp / LOG_FILE, (json.dumps(entry) for entry in log))
-        write_lines(tmp / VALIDATION_FILE, (json.dumps(entry) for entry in checks))
-        plot_loss(log, tmp / PLOT_FILE, title=out_dir.name, validation=checks)
-        import transformers
-
-        chosen = best.get("entry") if config.select == "best" and best else (checks[-1] if checks else None)
-        meta.update(
-            fingerprint=models.fingerprints(model, classifier.head, classifier.relevant_index)[1],
-            device=str(device), precision=precision, dtype=str(dtype).removeprefix("torch."), steps=step,
-            planned_steps=total_steps, stopped_early=stopped_early, pairs=len(lengths), final_loss=log[-1]["loss"],
-            validation=None if chosen is None else {
-                "selected_step": chosen["step"], "loss": chosen["validation_loss"], metric: chosen[f"validation_{metric}"],
-                "prior_loss": baseline, "untrained_loss": checks[0]["validation_loss"],
-                f"untrained_{metric}": checks[0][f"validation_{metric}"], "last_loss": checks[-1]["validation_loss"],
-                "pairs": len(held_out.ids), "select": config.select},
-            throughput={"pairs_per_second": round(pairs_seen / train_seconds, 2) if train_seconds else None,
-                        "tokens_per_second": round(tokens_seen / train_seconds, 1) if train_seconds else None,
-                        "padding_fraction": round(1 - tokens_seen / padded_seen, 4) if padded_seen else None,
-                        "threads": torch.get_num_threads() if device.type == "cpu" else None},
-            seconds=round(time.perf_counter() - started, 1),
-            device_usage=usage.record(), machine=hardware.machine(),
-            versions={"torch": torch.__version__, "transformers": transformers.__version__},
-            complete=True,
-        )
-        models.write_meta(tmp, meta)
-    resume_path(out_dir).unlink(missing_ok=True)  # published: nothing left to resume
+        loop = Loop.begin(classifier.model, task, config, pad_id, device, dtype, out_dir, inputs_key(meta))
+        loop.run()
+    publish(out_dir, classifier, loop, meta, precision, started, usage)
     return out_dir
 
 

@@ -46,3 +46,16 @@ def test_a_mean_pooled_classifier_round_trips_and_ignores_padding(tmp_path):
                        padding=True, return_tensors="pt")
     with torch.inference_mode():
         assert torch.allclose(again.model(**alone).logits[0], again.model(**padded).logits[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("head", list(models.LOADERS))
+def test_every_head_loads_with_its_outputs(head):
+    # num_labels sizes a linear classifier; NSP keeps its two logits and a bi-encoder its one cosine.
+    classifier = models.load_classifier("sentence-transformers/all-MiniLM-L6-v2", head=head, num_layers=1, num_labels=3)
+    assert classifier.head == head and classifier.n_logits == {"next_sentence_prediction": 2, "bi_encoder": 1}.get(head, 3)
+    assert classifier.relevant_index == classifier.n_logits - 1
+
+
+def test_an_unknown_head_is_refused_by_name():
+    with pytest.raises(models.CheckpointError, match="unknown head 'pooled'; use one of sequence_classification"):
+        models.load_classifier("sentence-transformers/all-MiniLM-L6-v2", head="pooled")

@@ -1,4 +1,5 @@
-"""Adding a first-stage model or an aggregator is one registration plus config (README, contributing)."""
+"""Adding a first-stage model or an aggregator is one registration plus config (README, contributing);
+a head, unit or objective is a name here and its behaviour in the module that owns it."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
     experiment = Experiment(config)
     labels = [label for label, _, _ in experiment.plugins["birch"].rows()]
     assert labels[0] == "BM25+RM3 (20 terms)" and "Top2P over sentences, BERT(SciFact)" in labels
-    assert "BM25+RM3 (20 terms):cranfield:" in experiment.baseline_specs()
+    assert any(e["group"] == "BM25+RM3 (20 terms)" and e["row"] == "cranfield" for e in experiment.baseline_spec()["eval"])
+    assert "BM25+RM3 (20 terms) (fb_terms=20, fb_docs=10, original_query_weight=0.5)" in experiment.baselines_caption()
     assert re.fullmatch(registry.wildcard_pattern(registry.FIRST_STAGES), "bm25_rm3_20")
     default, _ = retrieve.params_from_config(config, "bm25_rm3_20")
     assert default.fb_terms == 20 and "fb_terms=20" in default.describe()
@@ -42,6 +44,16 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
 def test_an_unregistered_name_is_refused_by_the_schema():
     with pytest.raises(cfg.ConfigError, match="top2p"):
         cfg.load_config(overrides={"birch": {"aggregation": ["top2p"]}})
+
+
+def test_every_registered_head_unit_and_objective_has_one_behaviour():
+    # The registry stays light (the Snakefile imports it): the behaviour lives beside torch, under the same names.
+    from reranker import models, objectives, segment
+
+    assert models.LOADERS.keys() == registry.HEADS.keys()
+    assert segment.BUILDERS.keys() == registry.UNITS.keys()
+    assert objectives.RULES.keys() == registry.OBJECTIVES.keys()
+    assert cfg._schema()["$defs"]["objective"]["enum"] == list(registry.OBJECTIVES)
 
 
 def test_the_entrypoint_knows_every_stage():

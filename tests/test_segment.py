@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from reranker import segment as seg
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.runs import read_run, sorted_docs, top_k_docs, write_run
 from reranker.formats.text import meta_path
 from reranker.formats.topics import write_topics_tsv
@@ -130,6 +130,20 @@ def test_passages_overlap_and_carry_the_title(inputs, tmp_path):
         assert passages[-1][-1] == body.split()[-1]
         titled = [u["text"] for u in units if u["doc_id"] == doc_id]
         assert all(t == f"{title} {' '.join(p)}" for t, p in zip(titled, passages))
+
+
+def test_documents_are_one_unit_each_and_an_unknown_unit_is_refused(inputs, tmp_path):
+    out = tmp_path / "documents.jsonl"
+    meta = seg.segment(inputs["docs"], inputs["run"], inputs["topics"], out, unit="documents", candidates=5)
+    docs = {json.loads(line)["id"]: json.loads(line) for line in inputs["docs"].read_text().splitlines()}
+    units = read_units(out)
+    assert meta["units"] == meta["documents"] == len(units) and {u["unit"] for u in units} == {0}
+    for u in units:
+        title, body = seg.title_and_body(docs[u["doc_id"]]["title"], docs[u["doc_id"]]["text"])
+        assert u["text"] == f"{title} {body}".strip()
+    assert "passages" not in meta and "token_budget" not in meta  # each unit records only its own settings
+    with pytest.raises(InputError, match="unit must be one of sentences, passages, documents, not 'pages'"):
+        seg.segment(inputs["docs"], inputs["run"], inputs["topics"], tmp_path / "x.jsonl", unit="pages")
 
 
 def test_cli_writes_units_and_names_bad_lines(inputs, tiny_model_dir, tmp_path, capsys):

@@ -271,15 +271,25 @@ def test_training_is_deterministic_respects_train_qids_and_is_reused(scifact, ti
     assert not (tmp_path / "first.tmp").exists()
 
 
-def test_chained_fine_tuning_from_the_command_line(scifact, tiny_model_dir, tmp_path):
+def two_sources(scifact: Source, tmp_path) -> tuple[list[Source], list[str]]:
+    """scifact-a and scifact-b, 40 training queries each, and the CLI's --source arguments for them."""
     train_qids = split(scifact)[0]
-    first, first_file = with_qids(scifact, train_qids[:40], tmp_path, "scifact-a")
-    second, second_file = with_qids(scifact, train_qids[40:80], tmp_path, "scifact-b")
     files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
+    sources, args = [], []
+    for name, qids in (("scifact-a", train_qids[:40]), ("scifact-b", train_qids[40:80])):
+        source, qids_file = with_qids(scifact, qids, tmp_path, name)
+        sources.append(source)
+        args += ["--source", f"{name}:{files}:{qids_file}"]
+    return sources, args
+
+
+TINY_FLAGS = ["--max-length", str(MAX_LENGTH), "--batch-size", "4", "--max-pairs", "12", "--threads", "1"]
+
+
+def test_chained_fine_tuning_from_the_command_line(scifact, tiny_model_dir, tmp_path):
+    (first, second), sources = two_sources(scifact, tmp_path)
     out = tmp_path / "chain"
-    assert main(["--base", str(tiny_model_dir), "--out", str(out), "--source", f"scifact-a:{files}:{first_file}",
-                 "--source", f"scifact-b:{files}:{second_file}", "--max-length", str(MAX_LENGTH), "--batch-size", "4",
-                 "--max-pairs", "12", "--threads", "1"]) == 0
+    assert main(["--base", str(tiny_model_dir), "--out", str(out), *sources, *TINY_FLAGS]) == 0
 
     stage = out / "stage-1-scifact-a"
     stage_meta, final_meta = models.read_meta(stage), models.read_meta(out)
@@ -300,14 +310,9 @@ def test_chained_fine_tuning_from_the_command_line(scifact, tiny_model_dir, tmp_
 
 
 def test_mixed_sources_train_in_one_stage_and_validate_on_each(scifact, tiny_model_dir, tmp_path):
-    train_qids = split(scifact)[0]
-    _, first_file = with_qids(scifact, train_qids[:40], tmp_path, "scifact-a")
-    _, second_file = with_qids(scifact, train_qids[40:80], tmp_path, "scifact-b")
-    files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
+    _, sources = two_sources(scifact, tmp_path)
     out = tmp_path / "mix"
-    assert main(["--base", str(tiny_model_dir), "--out", str(out), "--mix", "--source", f"scifact-a:{files}:{first_file}",
-                 "--source", f"scifact-b:{files}:{second_file}", "--max-length", str(MAX_LENGTH), "--batch-size", "4",
-                 "--max-pairs", "12", "--threads", "1", "--precision", "exact"]) == 0
+    assert main(["--base", str(tiny_model_dir), "--out", str(out), "--mix", *sources, *TINY_FLAGS, "--precision", "exact"]) == 0
     meta = models.read_meta(out)
     assert [s["name"] for s in meta["sources"]] == ["scifact-a", "scifact-b"] and meta["pairs"] == 24
     assert all(s["validation_queries"] == 4 for s in meta["sources"])  # 10% of each source's 40 queries
