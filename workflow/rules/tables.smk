@@ -17,10 +17,13 @@ TABLE_SPECS = EXP.table_specs()
 
 rule table_spec:
     """A table's cells as a spec file (reranker.formats.table_spec), which its rule hands `tables ... --spec`:
-    labels and paths as records, never quoted into a command line. A change to them reruns it (params).
-    No stage runs here (Snakemake writes the file), so no log and no benchmark."""
+    labels and paths as records, never quoted into a command line. A change to them reruns it (params)."""
     output:
         P("table_spec"),
+    log:
+        PATH("log", stage="tables", name="{table}.spec"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="{table}.spec")
     wildcard_constraints:
         table=wildcard_pattern(TABLE_SPECS),
     localrule: True
