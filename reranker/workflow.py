@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from functools import cached_property
 
 from reranker import experiments
 from reranker import settings as stage_settings
 from reranker.config import checkpoint_config, slug, training_config
-from reranker.formats.layout import PATTERNS, PUBLISHED, PUBLISHED_FILES, Layout  # noqa: F401 (the rules' names)
+from reranker.formats.layout import Layout
 from reranker.registry import FIRST_STAGES
 
 
@@ -30,9 +31,6 @@ class Experiment:
     def collection(self, collection_slug: str) -> dict:
         return self.config["collections"][self.slug_to_id[collection_slug]]
 
-    def measures_for(self, collection_id: str) -> list[str]:
-        return stage_settings.measures(self.config, collection_id)
-
     @property
     def target_slugs(self) -> list[str]:
         return [slug(t) for t in self.birch["targets"]]
@@ -40,10 +38,6 @@ class Experiment:
     @property
     def baseline_slugs(self) -> list[str]:
         return [slug(c) for c in self.config["baselines"]["collections"]]
-
-    @property
-    def provided_slugs(self) -> list[str]:
-        return [slug(c) for c in self.config["baselines"]["provided_runs"]]
 
     def fold_overrides(self, collection_id: str, first_stage: str) -> bool:
         """Whether a first-stage run needs the collection's folds (per-fold parameters)."""
@@ -94,10 +88,6 @@ class Experiment:
     @property
     def tokenizer(self) -> str:
         return stage_settings.tokenizer(self.config)
-
-    @property
-    def units(self) -> list[str]:
-        return ["sentences"] + (["passages"] if self.birch["passage_checkpoint"] and self.birch["aggregation"] else [])
 
     def training_sources(self, name: str) -> list[tuple[str, dict[str, str]]]:
         """(collection id, its files) of each `train_on` collection: docs, topics, qrels and the run the
@@ -167,6 +157,18 @@ class Experiment:
         for plugin in self.plugins.values():
             specs.update(plugin.table_specs())
         return specs
+
+    @cached_property
+    def specs(self) -> dict[str, dict[str, list[dict]]]:
+        """`table_specs`, computed once: what the spec files hold, and where the tables' rules find their inputs."""
+        return self.table_specs()
+
+    def spec_files(self, table: str, *kinds: str) -> list[str]:
+        """The files a table's spec names (in its records of `kinds`; of every kind where none), each once, in
+        the spec's order: its rule's inputs, so that the DAG and the table read the same files."""
+        spec = self.specs[table]
+        return list(dict.fromkeys(record["path"] for kind in (kinds or spec) for record in spec.get(kind, ())
+                                  if "path" in record))
 
     def baselines_caption(self) -> str:
         """Every first stage with its parameters; an RM3 stage names its k1 and b only where they differ

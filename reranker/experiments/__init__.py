@@ -1,9 +1,10 @@
 """The papers the suite reproduces, one plugin module each, found through one registry.
 
 `register` adds a `Plugin` class under its name; the registry gives the DAG its rules files, its
-tables, the checkpoints each paper generates (added when a configuration is resolved), the Makefile's
-wall-clock parts and the resources table's checkpoint groups. Built-in plugins: birch, radboud, ntnu;
-a configuration's `plugins:` names more modules to import (e.g. a fourth paper's, or a test's).
+tables, the checkpoints each paper generates (added when a configuration is resolved), the wall-clock
+parts of `make run` (reranker.finish) and the resources table's checkpoint groups. Built-in plugins:
+birch, radboud, ntnu; a configuration's `plugins:` names more modules to import (e.g. a fourth
+paper's, or a test's).
 
 Stages never import this package (tests/test_layering.py): what they need reaches them as files and
 flags from the rules.
@@ -12,7 +13,7 @@ flags from the rules.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable
 
 from reranker import config as config_module
 from reranker.experiments.base import Plugin
@@ -24,7 +25,7 @@ BUILTIN = ("reranker.experiments.birch", "reranker.experiments.radboud", "rerank
 def register(cls: type[Plugin]) -> type[Plugin]:
     """Add a plugin; its generated checkpoints and cross-checks join every configuration resolved from now on."""
     REGISTRY[cls.name] = cls
-    config_module.CHECKPOINT_GENERATORS[cls.name] = cls.checkpoints
+    config_module.CHECKPOINT_GENERATORS[cls.name] = cls.generate
     config_module.CROSS_CHECKS[cls.name] = cls.check
     return cls
 
@@ -42,26 +43,21 @@ def active(experiment) -> dict[str, Plugin]:
     return {name: cls(experiment) for name, cls in REGISTRY.items() if cls.enabled(experiment.config)}
 
 
-def wall_clock_parts(config: Mapping | None = None) -> dict[str, str]:
+def wall_clock_parts() -> dict[str, str]:
     """name -> job-name regex of every registered plugin with a part of its own."""
-    load((config or {}).get("plugins") or ())
+    load()
     return {name: cls.wall_clock_part for name, cls in REGISTRY.items() if cls.wall_clock_part}
 
 
-def checkpoint_prefixes() -> list[str]:
+def checkpoint_prefixes(plugins: Container[str] | None = None) -> list[str]:
+    """The generated checkpoints' prefixes of `plugins` (names, e.g. an Experiment's `plugins`; None: every
+    registered plugin), in registry order: the resources table's checkpoint groups."""
     load()
-    return [cls.checkpoint_prefix for cls in REGISTRY.values() if cls.checkpoint_prefix]
+    return [cls.checkpoint_prefix for name, cls in REGISTRY.items()
+            if cls.checkpoint_prefix and (plugins is None or name in plugins)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m reranker.experiments parts|prefixes|list`: the registry, for the Makefile."""
-    import sys
-
-    what = (argv if argv is not None else sys.argv[1:]) or ["list"]
-    if what[0] == "parts":
-        print("\n".join(f"{name} {regex}" for name, regex in wall_clock_parts().items()))
-    elif what[0] == "prefixes":
-        print(" ".join(checkpoint_prefixes()))
-    else:
-        print("\n".join(f"{name}: {cls.about}" for name, cls in load().items()))
+def main() -> int:
+    """`python -m reranker.experiments [list]`: the registry, one plugin a line."""
+    print("\n".join(f"{name}: {cls.about}" for name, cls in load().items()))
     return 0

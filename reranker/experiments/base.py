@@ -12,11 +12,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker import settings
-
-# How a configured precision reads in a caption: the setting, not the machine, so that a caption
-# reads the same wherever the table is rebuilt.
-PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
-                   "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+from reranker.config import slug
 
 
 class Plugin:
@@ -64,10 +60,21 @@ class Plugin:
         """Whether the configuration asks for this paper's tables."""
         return bool(cls.section_of(config).get("collection"))
 
+    @property
+    def slug(self) -> str:
+        """Its collection's slug (a section without `collection` has none)."""
+        return slug(self.section["collection"])
+
     @classmethod
     def checkpoints(cls, config: Mapping) -> dict:
-        """Checkpoint entries the section implies (per fold, per row), added when a config is resolved."""
+        """Checkpoint entries the section implies (per fold, per row); called only for an enabled section."""
         return {}
+
+    @classmethod
+    def generate(cls, config: Mapping) -> dict:
+        """The checkpoints a section the configuration asks for implies, added when a config is resolved;
+        none for one it leaves off."""
+        return cls.checkpoints(config) if cls.enabled(config) else {}
 
     @classmethod
     def check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:

@@ -28,6 +28,11 @@ class Birch(Plugin, name="birch"):
     def outputs(self) -> list[str]:
         return [self.layout.path("table", table="birch_main")]
 
+    @property
+    def units(self) -> list[str]:
+        """The units the passage checkpoint's aggregation rows read: sentences, and passages where it aggregates."""
+        return ["sentences"] + (["passages"] if self.section["passage_checkpoint"] and self.section["aggregation"] else [])
+
     def rows(self) -> list[tuple[str, str, str | None]]:
         """(row label, run name, checkpoint) of the main table, in order."""
         rows: list[tuple[str, str, str | None]] = [(FIRST_STAGES[self.exp.first_stage].label, self.exp.first_stage, None)]
@@ -35,7 +40,7 @@ class Birch(Plugin, name="birch"):
             rows += [(f"{self.exp.label(name)} {n}S", f"birch.{name}.{n}S", name) for n in self.section["fusion"]["top_n"]]
         passage = self.section["passage_checkpoint"]
         if passage:
-            for unit in self.exp.units:
+            for unit in self.units:
                 rows += [(f"{AGGREGATORS[m].label} over {unit}, {self.exp.label(passage)}", f"{m}.{passage}.{unit}", passage)
                          for m in self.section["aggregation"]]
         if "maxp" in self.section["aggregation"]:  # every other checkpoint's sentence evidence on its own, too

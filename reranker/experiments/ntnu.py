@@ -10,14 +10,17 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from reranker.config import merge, slug, training_config
+from reranker.config import merge, training_config
 from reranker.experiments import register
 from reranker.experiments.base import Plugin, section_problems
 from reranker.registry import AGGREGATORS, FIRST_STAGES
 
+# The prefix of every checkpoint it generates (one per model): its names, and its resources row.
+CHECKPOINT_PREFIX = "ntnu-"
+
 
 def ntnu_checkpoint(model: str) -> str:
-    return f"ntnu-{model}"
+    return f"{CHECKPOINT_PREFIX}{model}"
 
 
 def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
@@ -49,9 +52,7 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
 
 def generated_checkpoints(config: Mapping) -> dict:
     """The checkpoints the NTNU section implies: one per model, trained on the training collection."""
-    section = config.get("ntnu") or {}
-    if not section.get("collection"):
-        return {}
+    section = config["ntnu"]
     return {ntnu_checkpoint(name): {
         "source": "finetune", "label": spec["label"], "base": spec.get("base") or section["base"],
         "train_on": [section["train_collection"]], "mix": False, "threads": section["threads"],
@@ -61,7 +62,7 @@ def generated_checkpoints(config: Mapping) -> dict:
 
 
 @register
-class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-"):
+class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
 
@@ -72,10 +73,6 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
 
     def outputs(self) -> list[str]:
         return [self.layout.path("table", table=t) for t in self.section["tables"]] + self.figures()
-
-    @property
-    def slug(self) -> str:
-        return slug(self.section["collection"])
 
     @property
     def depth(self) -> int:
@@ -172,10 +169,8 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
                 if c != "measures" and self.COLUMNS[c][1] == "speed"]
 
     def table_inputs(self, table: str) -> list[str]:
-        """Every file a table reads: evaluations, checkpoint metas and speed files."""
-        files = [self.eval(run) for _, _, run in self.table_cells(table)]
-        files += [path for _, _, path, _ in self.value_cells(table)]
-        return list(dict.fromkeys(files))
+        """Every file a table reads (its spec's): evaluations, checkpoint metas and speed files."""
+        return self.exp.spec_files(table)
 
     def table_metas(self, table: str) -> list[str]:
         """The checkpoint records of a table's models: their fingerprints go into the numbers' provenance."""
@@ -226,9 +221,6 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-
         rows += [(r, f"{label}, {AGGREGATORS[a].label}", self.run(section["reference"], a, r))
                  for a in section["aggregations"] for r in section["candidate_sweep"]]
         return rows
-
-    def sweep_evals(self) -> list[str]:
-        return list(dict.fromkeys(self.eval(run) for _, _, run in self.sweep_runs()))
 
     def sweep_spec(self) -> dict[str, list[dict]]:
         """Figure 5.4's points (reranker.formats.table_spec `sweep` records)."""

@@ -9,19 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reranker.config import merge, slug, training_config
+from reranker.config import merge, training_config
 from reranker.experiments import register
-from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
+from reranker.experiments.base import Plugin, section_problems
 from reranker.registry import FIRST_STAGES
+
+# How a configured precision reads in a caption: the setting, not the machine, so that a caption
+# reads the same wherever the table is rebuilt.
+PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
+                   "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+# The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.
+CHECKPOINT_PREFIX = "radboud-"
 
 
 def radboud_checkpoint(variant: str, point: int, fold: str) -> str:
     """The name of a Radboud reranker: variant, grid point (1-based) and fold."""
-    return f"radboud-{variant}-g{point}-f{fold}"
+    return f"{CHECKPOINT_PREFIX}{variant}-g{point}-f{fold}"
 
 
 def pretrained_checkpoint(name: str) -> str:
-    return f"radboud-pretrain-{name}"
+    return f"{CHECKPOINT_PREFIX}pretrain-{name}"
 
 
 def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
@@ -40,10 +47,8 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
 
 def generated_checkpoints(config: Mapping) -> dict:
     """The checkpoints the Radboud section implies: each pre-training, and each variant x grid point x fold."""
-    section = config.get("radboud") or {}
-    collection = section.get("collection")
-    if not collection:
-        return {}
+    section = config["radboud"]
+    collection = section["collection"]
     entries = {}
     for name, spec in section.get("pretraining", {}).items():
         entries[pretrained_checkpoint(name)] = {
@@ -68,7 +73,7 @@ def ranking_label(ranking: str) -> str:
 
 
 @register
-class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix="radboud-"):
+class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
 
@@ -77,10 +82,6 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
 
     def outputs(self) -> list[str]:
         return [self.layout.path("table", table=t) for t in self.tables()]
-
-    @property
-    def slug(self) -> str:
-        return slug(self.section["collection"])
 
     def ranking_tables(self) -> list[str]:
         return [t for t in self.section["tables"] if any(t in v["tables"] for v in self.section["variants"].values())]
@@ -117,11 +118,6 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
         return [self.layout.path("radboud_scores", collection=self.slug, first_stage=section["first_stage"],
                                  k=section["candidates"], ranking=ranking,
                                  checkpoint=radboud_checkpoint(variant, point, fold)) for fold in section["folds"]]
-
-    def evals(self, table: str) -> list[str]:
-        first = self.layout.path("eval", collection=self.slug, run=self.section["first_stage"])
-        return [first] + [self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))
-                          for point in self.points for _, v, r in self.rows(table)]
 
     def spec(self, table: str) -> dict[str, list[dict]]:
         """A ranking table's cells (reranker.formats.table_spec): per grid point the first stage, then each row;

@@ -4,7 +4,6 @@ Its one table: BM25 against BM25+RM3 on one collection (tests/test_plugins.py ru
 
 from __future__ import annotations
 
-from reranker.config import slug
 from reranker.experiments import register
 from reranker.experiments.base import Plugin
 from reranker.registry import FIRST_STAGES
@@ -20,7 +19,7 @@ class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against B
         return [self.layout.path("table", table="fake_paper_1")]
 
     def evals(self) -> list[str]:
-        return [self.layout.path("eval", collection=slug(self.section["collection"]), run=run) for run in FIRST_STAGES]
+        return [self.layout.path("eval", collection=self.slug, run=run) for run in FIRST_STAGES]
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """Its table's cells, for the spec file the suite's rules write (reranker.formats.table_spec)."""

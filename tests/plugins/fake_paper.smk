@@ -6,7 +6,7 @@ FAKE = EXP.plugins["fake_paper"]
 rule fake_paper_table:
     """BM25 against BM25+RM3, with the suite's significance marks."""
     input:
-        FAKE.evals(),
+        spec_files("fake_paper_1"),
         spec=PATH("table_spec", table="fake_paper_1"),
     output:
         md=PATH("table", table="fake_paper_1"),

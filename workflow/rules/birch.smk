@@ -9,10 +9,10 @@ BIRCH = EXP.plugins["birch"]
 rule birch_main_table:
     """Birch's main table: first stage, fused rows per checkpoint, aggregation rows; notes and curves."""
     input:
-        evals=[PATH("eval", collection=s, run=run) for s, _, run in BIRCH.cells()],
+        evals=spec_files("birch_main", "eval"),
         meta=BIRCH.score_metas(),
         folds=[PATH("work_folds", collection=s) for s in EXP.target_slugs],
-        checkpoints=[PATH("checkpoint_meta", checkpoint=c) for c in BIRCH.table_finetuned],
+        checkpoints=spec_files("birch_main", "checkpoints"),
         sources=SOURCE_NUMBERS,
         spec=PATH("table_spec", table="birch_main"),
     output:

@@ -26,6 +26,7 @@ wildcard_constraints:
 
 collection_id = lambda w: EXP.slug_to_id[w.collection]
 settings = EXP.settings  # what a stage reads from CONFIG_FILE, as params: a change reruns the job
+spec_files = EXP.spec_files  # the files a table's spec names (tables.smk writes it): its rule's inputs
 # The score cache is shared by every score job (content-addressed, SQLite WAL): a store, not an output.
 CACHE = PATH("score_cache")
 # The table builder is a generic tool: the significance level and correction reach it as flags.

@@ -4,206 +4,216 @@
 
 #   plugin: reranker/experiments/ntnu.py (rows, captions, checkpoints); included when it is active
 
-if "ntnu" in EXP.plugins:
-    NTNU = EXP.plugins["ntnu"]
-    NT = CFG["ntnu"]
-    NT_SLUG = NTNU.slug
-    NT_FIRST = NT["first_stage"]
+from reranker.experiments.ntnu import ntnu_checkpoint
 
-    wildcard_constraints:
-        ntnu_model=wildcard_pattern(NT["models"]),
-        aggregation=wildcard_pattern(AGGREGATORS),
-        r="[0-9]+",
+NTNU = EXP.plugins["ntnu"]
+NT = CFG["ntnu"]
+NT_FIRST = NT["first_stage"]
 
-    rule ntnu:
-        """Every table and figure of the NTNU thesis."""
+
+wildcard_constraints:
+    ntnu_model=wildcard_pattern(NT["models"]),
+    aggregation=wildcard_pattern(AGGREGATORS),
+    r="[0-9]+",
+
+
+rule ntnu:
+    """Every table and figure of the NTNU thesis."""
+    input:
+        NTNU.outputs(),
+
+
+rule segment_ntnu:
+    """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
+    input:
+        docs=P("docs"),
+        run=P("trec_run", run=NT_FIRST),
+        topics=P("topics"),
+    output:
+        P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
+    log:
+        P("log", stage="segment", name="{collection}.ntnu-passages"),
+    benchmark:
+        P("benchmark", stage="segment", name="{collection}.ntnu-passages")
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=settings("segment", section="ntnu", candidates=NTNU.depth),
+        candidates=NTNU.depth,
+    shell:
+        "python -m reranker segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
+        " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
+
+
+rule score_ntnu:
+    """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
+    input:
+        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
+        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
+        run=P("trec_run", run=NT_FIRST),
+        topics=P("topics"),
+        qrels=P("qrels"),
+    output:
+        P("ntnu_scores", first_stage=NT_FIRST),
+    log:
+        P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
+    benchmark:
+        P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
+    conda:
+        ENV
+    threads: lambda w: EXP.job_threads(w.checkpoint)
+    resources:
+        gpu=CFG["score"]["gpus"],
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("score", checkpoint=w.checkpoint, section="ntnu"),
+        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+    shell:
+        "python -m reranker score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
+        " --model {params.model:q}"
+        " --candidates {wildcards.k} --no-cache --segments {input.segments} --run {input.run}"
+        " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output} 2> {log}"
+
+
+rule rerank_ntnu:
+    """Documents ordered by an aggregation of their passages' scores; the rest keep the first stage's order."""
+    input:
+        run=P("trec_run", run=NT_FIRST),
+        scores=lambda w: PATH(
+            "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NT["candidates"], checkpoint=ntnu_checkpoint(w.ntnu_model)
+        ),
+    output:
+        P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}")
+    conda:
+        ENV
+    shell:
+        "python -m reranker fuse aggregate --method {wildcards.aggregation} --run {input.run} --scores {input.scores}"
+        " --out {output} 2> {log}"
+
+
+rule rerank_ntnu_sweep:
+    """Figure 5.4: the top R reranked, R out of one scoring at the deepest R."""
+    input:
+        run=P("trec_run", run=NT_FIRST),
+        scores=lambda w: PATH(
+            "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NTNU.depth, checkpoint=ntnu_checkpoint(w.ntnu_model)
+        ),
+    output:
+        P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}")
+    conda:
+        ENV
+    shell:
+        "python -m reranker fuse aggregate --method {wildcards.aggregation} --candidates {wildcards.r}"
+        " --run {input.run} --scores {input.scores} --out {output} 2> {log}"
+
+
+rule ntnu_speed:
+    """Queries per minute: the first stage alone, or with passage splitting and one model's scoring."""
+    input:
+        unpack(lambda w: NTNU.speed_stages(w.system)),
+        topics=P("topics"),
+    output:
+        P("ntnu_speed"),
+    log:
+        P("log", stage="speed", name="{collection}.{system}"),
+    benchmark:
+        P("benchmark", stage="speed", name="{collection}.{system}")
+    conda:
+        ENV
+    params:
+        stages=lambda w, input: " ".join(f"--stage {name}:{path}" for name, path in input.items() if name != "topics"),
+    shell:
+        "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
+
+
+for nt_table, nt_spec in NT["tables"].items():
+    nt_caption = NTNU.caption(nt_table)  # the table's, and its figure's
+
+    rule:
+        name:
+            f"ntnu_table_{nt_table}"
         input:
-            NTNU.outputs(),
-
-    rule segment_ntnu:
-        """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
-        input:
-            docs=P("docs"),
-            run=P("trec_run", run=NT_FIRST),
-            topics=P("topics"),
+            NTNU.table_inputs(nt_table),
+            metas=NTNU.table_metas(nt_table),
+            sources=SOURCE_NUMBERS,
+            spec=PATH("table_spec", table=nt_table),
         output:
-            P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
+            md=PATH("table", table=nt_table),
+            csv=PATH("table_stem", table=nt_table) + ".csv",
+            html=table_report(PATH("table_stem", table=nt_table) + ".html", "NTNU"),
+            tex=PATH("table_stem", table=nt_table) + ".tex",
+            numbers=PATH("numbers", table=nt_table),
         log:
-            P("log", stage="segment", name="{collection}.ntnu-passages"),
+            PATH("log", stage="tables", name=nt_table),
         benchmark:
-            P("benchmark", stage="segment", name="{collection}.ntnu-passages")
+            PATH("benchmark", stage="tables", name=nt_table)
         conda:
             ENV
         params:
-            config=CONFIG_FILE,
-            settings=settings("segment", section="ntnu", candidates=NTNU.depth),
-            candidates=NTNU.depth,
+            machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
+            significance=SIGNIFICANCE,
+            baseline=FIRST_STAGES[NT_FIRST].label,
+            measures=" ".join(NT["measures"]),
+            caption=nt_caption,
+            out=lambda w, output: output.md[: -len(".md")],
+            command=CFG["run_command"] + " ntnu",
         shell:
-            "python -m reranker segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
-            " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
+            "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
+            " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
+            " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
+            " --command {params.command:q} > {log}"
 
-    rule score_ntnu:
-        """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
-        input:
-            checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-            segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
-            run=P("trec_run", run=NT_FIRST),
-            topics=P("topics"),
-            qrels=P("qrels"),
-        output:
-            P("ntnu_scores", first_stage=NT_FIRST),
-        log:
-            P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
-        benchmark:
-            P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
-        conda:
-            ENV
-        threads: lambda w: EXP.job_threads(w.checkpoint)
-        resources:
-            gpu=CFG["score"]["gpus"],
-        params:
-            config=CONFIG_FILE,
-            settings=lambda w: settings("score", checkpoint=w.checkpoint, section="ntnu"),
-            model=lambda w: EXP.checkpoint_ref(w.checkpoint),
-        shell:
-            "python -m reranker score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
-            " --model {params.model:q}"
-            " --candidates {wildcards.k} --no-cache --segments {input.segments} --run {input.run}"
-            " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output} 2> {log}"
-
-    rule rerank_ntnu:
-        """Documents ordered by an aggregation of their passages' scores; the rest keep the first stage's order."""
-        input:
-            run=P("trec_run", run=NT_FIRST),
-            scores=lambda w: PATH(
-                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NT["candidates"], checkpoint=f"ntnu-{w.ntnu_model}"
-            ),
-        output:
-            P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
-        log:
-            P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
-        benchmark:
-            P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}")
-        conda:
-            ENV
-        shell:
-            "python -m reranker fuse aggregate --method {wildcards.aggregation} --run {input.run} --scores {input.scores}"
-            " --out {output} 2> {log}"
-
-    rule rerank_ntnu_sweep:
-        """Figure 5.4: the top R reranked, R out of one scoring at the deepest R."""
-        input:
-            run=P("trec_run", run=NT_FIRST),
-            scores=lambda w: PATH(
-                "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NTNU.depth, checkpoint=f"ntnu-{w.ntnu_model}"
-            ),
-        output:
-            P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
-        log:
-            P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
-        benchmark:
-            P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}")
-        conda:
-            ENV
-        shell:
-            "python -m reranker fuse aggregate --method {wildcards.aggregation} --candidates {wildcards.r}"
-            " --run {input.run} --scores {input.scores} --out {output} 2> {log}"
-
-    rule ntnu_speed:
-        """Queries per minute: the first stage alone, or with passage splitting and one model's scoring."""
-        input:
-            unpack(lambda w: NTNU.speed_stages(w.system)),
-            topics=P("topics"),
-        output:
-            P("ntnu_speed"),
-        log:
-            P("log", stage="speed", name="{collection}.{system}"),
-        benchmark:
-            P("benchmark", stage="speed", name="{collection}.{system}")
-        conda:
-            ENV
-        params:
-            stages=lambda w, input: " ".join(f"--stage {name}:{path}" for name, path in input.items() if name != "topics"),
-        shell:
-            "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
-
-    for nt_table, nt_spec in NT["tables"].items():
+    if nt_spec["figure"] != "none":
 
         rule:
             name:
-                f"ntnu_table_{nt_table}"
+                f"ntnu_figure_{nt_table}"
             input:
-                NTNU.table_inputs(nt_table),
-                metas=NTNU.table_metas(nt_table),
-                sources=SOURCE_NUMBERS,
-                spec=PATH("table_spec", table=nt_table),
+                NTNU.figure_inputs(nt_table),
             output:
-                md=PATH("table", table=nt_table),
-                csv=PATH("table_stem", table=nt_table) + ".csv",
-                html=table_report(PATH("table_stem", table=nt_table) + ".html", "NTNU"),
-                tex=PATH("table_stem", table=nt_table) + ".tex",
-                numbers=PATH("numbers", table=nt_table),
+                figure_report(PATH("figure", figure=nt_table), "NTNU"),
             log:
-                PATH("log", stage="tables", name=nt_table),
+                PATH("log", stage="figures", name=nt_table),
             benchmark:
-                PATH("benchmark", stage="tables", name=nt_table)
+                PATH("benchmark", stage="figures", name=nt_table)
             conda:
                 ENV
             params:
-                machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
-                significance=SIGNIFICANCE,
-                baseline=FIRST_STAGES[NT_FIRST].label,
-                measures=" ".join(NT["measures"]),
-                caption=NTNU.caption(nt_table),
-                out=lambda w, output: output.md[: -len(".md")],
+                args=NTNU.figure_args(nt_table),
+                figure_caption=nt_caption,
                 command=CFG["run_command"] + " ntnu",
             shell:
-                "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
-                " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
-                " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
-                " --command {params.command:q} > {log}"
+                "python -m reranker tables figure {params.args} --out {output} > {log}"
 
-        if nt_spec["figure"] != "none":
 
-            rule:
-                name:
-                    f"ntnu_figure_{nt_table}"
-                input:
-                    NTNU.figure_inputs(nt_table),
-                output:
-                    figure_report(PATH("figure", figure=nt_table), "NTNU"),
-                log:
-                    PATH("log", stage="figures", name=nt_table),
-                benchmark:
-                    PATH("benchmark", stage="figures", name=nt_table)
-                conda:
-                    ENV
-                params:
-                    args=NTNU.figure_args(nt_table),
-                    figure_caption=NTNU.caption(nt_table),
-                    command=CFG["run_command"] + " ntnu",
-                shell:
-                    "python -m reranker tables figure {params.args} --out {output} > {log}"
+if NT["sweep_figure"]:
 
-    if NT["sweep_figure"]:
-
-        rule ntnu_candidates_figure:
-            """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
-            input:
-                NTNU.sweep_evals(),
-                spec=PATH("table_spec", table="ntnu_candidates"),
-            output:
-                figure=figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
-                numbers=PATH("figure", figure="ntnu_candidates").removesuffix(".png") + ".json",  # its points, for the index
-            log:
-                PATH("log", stage="figures", name="ntnu_candidates"),
-            benchmark:
-                PATH("benchmark", stage="figures", name="ntnu_candidates")
-            conda:
-                ENV
-            params:
-                figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
-                measures=" ".join(NT["measures"]),
-            shell:
-                "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
-                " --out {output.figure} --numbers {output.numbers} > {log}"
+    rule ntnu_candidates_figure:
+        """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
+        input:
+            spec_files("ntnu_candidates"),
+            spec=PATH("table_spec", table="ntnu_candidates"),
+        output:
+            figure=figure_report(PATH("figure", figure="ntnu_candidates"), "NTNU"),
+            numbers=PATH("figure", figure="ntnu_candidates").removesuffix(".png") + ".json",  # its points, for the index
+        log:
+            PATH("log", stage="figures", name="ntnu_candidates"),
+        benchmark:
+            PATH("benchmark", stage="figures", name="ntnu_candidates")
+        conda:
+            ENV
+        params:
+            figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
+            measures=" ".join(NT["measures"]),
+        shell:
+            "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
+            " --out {output.figure} --numbers {output.numbers} > {log}"

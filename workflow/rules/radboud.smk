@@ -4,164 +4,169 @@
 
 #   plugin: reranker/experiments/radboud.py (rows, captions, checkpoints); included when it is active
 
-if "radboud" in EXP.plugins:
-    RADBOUD = EXP.plugins["radboud"]
-    RB = CFG["radboud"]
-    RB_SLUG = RADBOUD.slug
-    RB_TABLES = RADBOUD.tables()
+RADBOUD = EXP.plugins["radboud"]
+RB = CFG["radboud"]
 
-    wildcard_constraints:
-        variant=wildcard_pattern(RB["variants"]),
-        ranking=wildcard_pattern(RANKINGS),
-        point="[0-9]+",
 
-    rule radboud:
-        """Every table of the Radboud thesis."""
+wildcard_constraints:
+    variant=wildcard_pattern(RB["variants"]),
+    ranking=wildcard_pattern(RANKINGS),
+    point="[0-9]+",
+
+
+rule radboud:
+    """Every table of the Radboud thesis."""
+    input:
+        RADBOUD.outputs(),
+
+
+rule segment_documents:
+    """The first stage's top candidates as whole documents (title + text), one unit each."""
+    input:
+        docs=P("docs"),
+        run=P("trec_run", run=RB["first_stage"]),
+        topics=P("topics"),
+    output:
+        P("segments", first_stage=RB["first_stage"], k=RB["candidates"], unit="documents"),
+    log:
+        P("log", stage="segment", name="{collection}.documents"),
+    benchmark:
+        P("benchmark", stage="segment", name="{collection}.documents")
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=settings("segment", section="radboud"),
+    shell:
+        "python -m reranker segment --config {params.config} --section radboud --docs {input.docs}"
+        " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
+
+
+rule score_radboud:
+    """A per-fold checkpoint scores its fold's test queries' candidates, read by one ranking."""
+    input:
+        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
+        segments=P("segments", unit="documents"),
+        run=P("trec_run", run="{first_stage}"),
+        topics=P("topics"),
+        folds=P("work_folds"),
+    output:
+        P("radboud_scores"),
+    log:
+        P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
+    benchmark:
+        P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
+    conda:
+        ENV
+    threads: lambda w: EXP.job_threads(w.checkpoint)
+    resources:
+        gpu=CFG["score"]["gpus"],
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("score", checkpoint=w.checkpoint, section="radboud"),
+        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+        cache=CACHE,
+    shell:
+        "python -m reranker score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
+        " --model {params.model:q} --cache {params.cache:q}"
+        " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
+        " --topics {input.topics} --threads {threads} --out {output} 2> {log}"
+
+
+rule join_fold_scores:
+    """The folds' test queries are disjoint: their scores joined make one file per reranker."""
+    input:
+        lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking),
+    output:
+        P("radboud_joined"),
+    log:
+        P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
+    benchmark:
+        P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
+    shell:
+        "cat {input} > {output} 2> {log}"
+
+
+rule rerank_radboud:
+    """Documents ordered by their score; the candidates beyond K keep the first stage's order."""
+    input:
+        run=P("trec_run", run=RB["first_stage"]),
+        scores=P("radboud_joined"),
+    output:
+        P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}")
+    conda:
+        ENV
+    shell:
+        "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores} --out {output} 2> {log}"
+
+
+for rb_table in RADBOUD.ranking_tables():
+
+    rule:
+        name:
+            f"radboud_table_{rb_table}"
         input:
-            RADBOUD.outputs(),
-
-    rule segment_documents:
-        """The first stage's top candidates as whole documents (title + text), one unit each."""
-        input:
-            docs=P("docs"),
-            run=P("trec_run", run=RB["first_stage"]),
-            topics=P("topics"),
+            evals=spec_files(rb_table, "eval"),
+            checkpoints=spec_files(rb_table, "checkpoints"),
+            sources=SOURCE_NUMBERS,
+            spec=PATH("table_spec", table=rb_table),
         output:
-            P("segments", first_stage=RB["first_stage"], k=RB["candidates"], unit="documents"),
+            md=PATH("table", table=rb_table),
+            csv=PATH("table_stem", table=rb_table) + ".csv",
+            html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
+            tex=PATH("table_stem", table=rb_table) + ".tex",
+            numbers=PATH("numbers", table=rb_table),
         log:
-            P("log", stage="segment", name="{collection}.documents"),
+            PATH("log", stage="tables", name=rb_table),
         benchmark:
-            P("benchmark", stage="segment", name="{collection}.documents")
+            PATH("benchmark", stage="tables", name=rb_table)
         conda:
             ENV
         params:
-            config=CONFIG_FILE,
-            settings=settings("segment", section="radboud"),
+            significance=SIGNIFICANCE,
+            baseline=FIRST_STAGES[RB["first_stage"]].label,
+            second=RADBOUD.baseline_row(rb_table) or "",
+            measures=" ".join(RB["measures"]),
+            caption=RADBOUD.caption(rb_table),
+            out=lambda w, output: output.md[: -len(".md")],
+            command=CFG["run_command"] + " radboud",
         shell:
-            "python -m reranker segment --config {params.config} --section radboud --docs {input.docs}"
-            " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
+            "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
+            " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
+            " --caption {params.caption:q} --formats md csv tex html --sources {input.sources}"
+            " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
 
-    rule score_radboud:
-        """A per-fold checkpoint scores its fold's test queries' candidates, read by one ranking."""
+
+for rb_table in RADBOUD.pretraining_tables():
+
+    rule:
+        name:
+            f"radboud_table_{rb_table}"
         input:
-            checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-            segments=P("segments", unit="documents"),
-            run=P("trec_run", run="{first_stage}"),
-            topics=P("topics"),
-            folds=P("work_folds"),
+            metas=spec_files(rb_table, "checkpoints"),
+            sources=SOURCE_NUMBERS,
+            spec=PATH("table_spec", table=rb_table),
         output:
-            P("radboud_scores"),
+            md=PATH("table", table=rb_table),
+            csv=PATH("table_stem", table=rb_table) + ".csv",
+            html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
+            tex=PATH("table_stem", table=rb_table) + ".tex",
+            numbers=PATH("numbers", table=rb_table),
         log:
-            P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
+            PATH("log", stage="tables", name=rb_table),
         benchmark:
-            P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
+            PATH("benchmark", stage="tables", name=rb_table)
         conda:
             ENV
-        threads: lambda w: EXP.job_threads(w.checkpoint)
-        resources:
-            gpu=CFG["score"]["gpus"],
         params:
-            config=CONFIG_FILE,
-            settings=lambda w: settings("score", checkpoint=w.checkpoint, section="radboud"),
-            model=lambda w: EXP.checkpoint_ref(w.checkpoint),
-            cache=CACHE,
+            caption=RB["tables"][rb_table],
+            out=lambda w, output: output.md[: -len(".md")],
+            command=CFG["run_command"] + " radboud",
         shell:
-            "python -m reranker score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
-            " --model {params.model:q} --cache {params.cache:q}"
-            " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
-            " --topics {input.topics} --threads {threads} --out {output} 2> {log}"
-
-    rule join_fold_scores:
-        """The folds' test queries are disjoint: their scores joined make one file per reranker."""
-        input:
-            lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking),
-        output:
-            P("radboud_joined"),
-        log:
-            P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
-        benchmark:
-            P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
-        shell:
-            "cat {input} > {output} 2> {log}"
-
-    rule rerank_radboud:
-        """Documents ordered by their score; the candidates beyond K keep the first stage's order."""
-        input:
-            run=P("trec_run", run=RB["first_stage"]),
-            scores=P("radboud_joined"),
-        output:
-            P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
-        log:
-            P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
-        benchmark:
-            P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}")
-        conda:
-            ENV
-        shell:
-            "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores}" " --out {output} 2> {log}"
-
-    for rb_table in RADBOUD.ranking_tables():
-
-        rule:
-            name:
-                f"radboud_table_{rb_table}"
-            input:
-                evals=RADBOUD.evals(rb_table),
-                checkpoints=[meta for _, meta in RADBOUD.checkpoint_metas(rb_table)],
-                sources=SOURCE_NUMBERS,
-                spec=PATH("table_spec", table=rb_table),
-            output:
-                md=PATH("table", table=rb_table),
-                csv=PATH("table_stem", table=rb_table) + ".csv",
-                html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
-                tex=PATH("table_stem", table=rb_table) + ".tex",
-                numbers=PATH("numbers", table=rb_table),
-            log:
-                PATH("log", stage="tables", name=rb_table),
-            benchmark:
-                PATH("benchmark", stage="tables", name=rb_table)
-            conda:
-                ENV
-            params:
-                significance=SIGNIFICANCE,
-                baseline=FIRST_STAGES[RB["first_stage"]].label,
-                second=RADBOUD.baseline_row(rb_table) or "",
-                measures=" ".join(RB["measures"]),
-                caption=RADBOUD.caption(rb_table),
-                out=lambda w, output: output.md[: -len(".md")],
-                command=CFG["run_command"] + " radboud",
-            shell:
-                "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
-                " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
-                " --caption {params.caption:q} --formats md csv tex html --sources {input.sources}"
-                " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
-
-    for rb_table in RADBOUD.pretraining_tables():
-
-        rule:
-            name:
-                f"radboud_table_{rb_table}"
-            input:
-                metas=[meta for _, meta in RADBOUD.pretrainings(rb_table)],
-                sources=SOURCE_NUMBERS,
-                spec=PATH("table_spec", table=rb_table),
-            output:
-                md=PATH("table", table=rb_table),
-                csv=PATH("table_stem", table=rb_table) + ".csv",
-                html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
-                tex=PATH("table_stem", table=rb_table) + ".tex",
-                numbers=PATH("numbers", table=rb_table),
-            log:
-                PATH("log", stage="tables", name=rb_table),
-            benchmark:
-                PATH("benchmark", stage="tables", name=rb_table)
-            conda:
-                ENV
-            params:
-                caption=RB["tables"][rb_table],
-                out=lambda w, output: output.md[: -len(".md")],
-                command=CFG["run_command"] + " radboud",
-            shell:
-                "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
-                " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
-                " --sources {input.sources} > {log}"
+            "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
+            " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
+            " --sources {input.sources} > {log}"

@@ -12,7 +12,7 @@ BASELINES_NOTE = (
     "AP is AP@1000 (trec_eval -M1000 map). A provided run is evaluated as it is" " (robust04: Birch's own 5-fold BM25+RM3 run)."
 )
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
-TABLE_SPECS = EXP.table_specs()
+TABLE_SPECS = EXP.specs
 
 
 rule table_spec:
@@ -36,8 +36,7 @@ rule table_spec:
 rule baselines_table:
     """The first stages on every baseline collection (+ provided runs, such as Birch's Robust04 run)."""
     input:
-        [PATH("eval", collection=s, run=m) for s in EXP.baseline_slugs for m in FIRST_STAGES],
-        [PATH("eval", collection=s, run="provided") for s in EXP.provided_slugs],
+        spec_files("baselines"),
         sources=SOURCE_NUMBERS,
         spec=PATH("table_spec", table="baselines"),
     output:
@@ -66,7 +65,7 @@ rule baselines_table:
 rule dataset_stats_table:
     """Documents, queries, judgments and lengths of every baseline collection."""
     input:
-        [PATH("stats", collection=s) for s in EXP.baseline_slugs],
+        spec_files("dataset_stats"),
         spec=PATH("table_spec", table="dataset_stats"),
     output:
         md=PATH("table", table="dataset_stats"),
@@ -128,7 +127,7 @@ rule resources_table:
     params:
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.md)),  # tables/resources.md's run folder
         caption="What every stage cost",
-        groups=" ".join(p.checkpoint_prefix for p in EXP.plugins.values() if p.checkpoint_prefix),
+        groups=" ".join(experiments.checkpoint_prefixes(EXP.plugins)),
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
     shell:
