@@ -17,7 +17,6 @@ with `reranker.formats.folds.read_folds`.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import re
@@ -25,7 +24,7 @@ import sys
 import tarfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,7 +33,7 @@ from tqdm import tqdm
 
 from reranker.cli import add_config
 from reranker.config import ConfigError, collection_config, entry_defaults, load_config, merge
-from reranker.formats.atomic import write_json
+from reranker.formats.atomic import file_lock, write_json
 from reranker.formats.docs import Doc, strip_markup, write_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import Folds, load_folds, seeded_folds, write_folds
@@ -285,7 +284,7 @@ class IrDatasetsCollection(Collection):
         import ir_datasets
 
         family = self.dataset_id.split("/")[0]
-        return _file_lock(Path(ir_datasets.util.home_path()) / ".locks" / f"{family}.lock")
+        return file_lock(Path(ir_datasets.util.home_path()) / ".locks" / f"{family}.lock")
 
     @property
     def _topics_field(self) -> str:
@@ -481,18 +480,6 @@ def load_collection(collection_id: str, config: Mapping | None = None) -> Collec
 
 # ---------------------------------------------------------------------------------------------
 # Statistics and export
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock across processes (flock: released if the holder dies)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _docs_with_progress(collection: Collection) -> Iterator[Doc]:

@@ -9,10 +9,11 @@ Exit status: the command's, or 75 (EX_TEMPFAIL) when another command holds the l
 
 from __future__ import annotations
 
-import fcntl
 import subprocess
 import sys
 from pathlib import Path
+
+from reranker.formats.atomic import file_lock
 
 BUSY = 75
 
@@ -23,14 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m reranker.exclusive LOCK COMMAND...", file=sys.stderr)
         return 2
     lock = Path(argv[0])
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with file_lock(lock, wait=False) as held:
+        if not held:
             print(f"exclusive: {lock} is held by another run of this folder; wait for it to end", file=sys.stderr)
             return BUSY
-        return subprocess.run(argv[1:]).returncode  # the lock is released when this process ends
+        return subprocess.run(argv[1:]).returncode  # the lock is released when the command ends
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
 from reranker.formats.table_spec import read_spec
 from reranker.formats.text import iter_jsonl
-from reranker.reporting import MEASURE_LABELS, TableError, provenance
+from reranker.reporting import MEASURE_LABELS, TableError, provenance, spec_or_options, split_labelled
 
 EMA_ALPHA = 0.05
 DPI = 130
@@ -68,10 +68,7 @@ def run_figure(args: argparse.Namespace) -> list[Path]:
         numbers, logs, inputs = curves_numbers(args.checkpoint, args.what)
         curves_figure(logs, args.out, args.what, args.title)
     else:
-        if args.spec and args.eval:
-            raise TableError(f"--spec {args.spec} gives the points: leave out --eval")
-        if not args.spec and not args.eval:
-            raise TableError("tables figure sweep: give --spec FILE or --eval")
+        spec_or_options(args.spec, ["--eval"] if args.eval else [], "--eval", "points", "tables figure sweep")
         points = (sweep_points(args.spec) if args.spec
                   else [(*parse_sweep_spec(spec), f"--eval {spec!r}") for spec in args.eval])
         numbers, inputs = sweep_numbers(points, args.measures)
@@ -82,14 +79,6 @@ def run_figure(args: argparse.Namespace) -> list[Path]:
                                   "numbers": numbers}, indent=1, ensure_ascii=False)
         written.append(Path(args.numbers))
     return written
-
-
-def split_spec(spec: str, option: str, form: str, parts: int) -> list[str]:
-    """`A:B` or `A:B:C`, the last part a path that may hold colons; TableError naming the option otherwise."""
-    fields = spec.split(":", parts - 1)
-    if len(fields) != parts or not all(fields):
-        raise TableError(f"{option} {spec!r}: expected {form}")
-    return fields
 
 
 # ranks
@@ -146,7 +135,7 @@ def ranks_numbers(specs: Sequence[str], qrels_path: str, depth: int, min_grade: 
         raise TableError(f"{qrels_path}: no query has a document of grade {min_grade} or more")
     systems, inputs = {}, [qrels_path]
     for spec in specs:
-        label, path = split_spec(spec, "--run", "LABEL:RUN_FILE", 2)
+        label, path = split_labelled(spec, "--run", "LABEL:RUN_FILE", 2)
         if label in systems:
             raise TableError(f"--run {spec!r}: label {label!r} given twice")
         run = _read(read_run, path, f"--run {spec!r}: {path}")
@@ -232,7 +221,7 @@ def curves_numbers(specs: Sequence[str], what: str) -> tuple[dict, dict[str, dic
     """Per `LABEL:CHECKPOINT_DIR`: held-out loss per step, final training loss, selected step, label prior."""
     logs, numbers, inputs = {}, {}, []
     for spec in specs:
-        label, directory = split_spec(spec, "--checkpoint", "LABEL:CHECKPOINT_DIR", 2)
+        label, directory = split_labelled(spec, "--checkpoint", "LABEL:CHECKPOINT_DIR", 2)
         if label in logs:
             raise TableError(f"--checkpoint {spec!r}: label {label!r} given twice")
         logs[label] = read_checkpoint_logs(directory, what)
@@ -288,7 +277,7 @@ def x_key(x: float) -> str:
 
 def parse_sweep_spec(spec: str) -> tuple[float, str, str]:
     """`--eval X:LABEL:EVAL.json` as (x, label, path)."""
-    x_text, label, path = split_spec(spec, "--eval", "X:LABEL:EVAL.json", 3)
+    x_text, label, path = split_labelled(spec, "--eval", "X:LABEL:EVAL.json", 3)
     try:
         return float(x_text), label, path
     except ValueError:

@@ -7,10 +7,10 @@ In the run folder it writes, in this order:
 - `numbers/run.json`: the run's wall clock and machine from every stretch's Snakemake log
   (`logs/*.snakemake.log`: a run stopped and resumed adds its stretches up, pauses left out);
 - `numbers/<name>_time.json`: the wall clock of each paper with a part of its own (the registry's,
-  `python -m reranker.experiments parts`: the union of its jobs' spans); a part with no finished job in
+  `reranker.experiments.wall_clock_parts()`: the union of its jobs' spans); a part with no finished job in
   the logs (a rerun with nothing to do) keeps its file, says so on stderr, and the rest goes on;
 - `tables/resources.{md,csv,html}` and `numbers/resources.json`: the resources table again, now with the
-  measured wall clock, each paper's per-fold checkpoints in one row (`python -m reranker.experiments prefixes`);
+  measured wall clock, each paper's per-fold checkpoints in one row (`reranker.experiments.checkpoint_prefixes()`);
 - `report.html`: the DAG's own snakemake command with `--report`, every table and figure in one page
   (`--no-report`: not).
 
@@ -31,23 +31,33 @@ from reranker import experiments, records
 from reranker.formats.errors import exits_on_input_error
 
 
-def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -> list[Path]:
+def _mentions(log: Path, mark: str) -> bool:
+    """Whether a line of `log` holds `mark` (which holds no line end), read up to the first that does."""
+    with open(log, encoding="utf-8", errors="replace") as lines:
+        return any(mark in line for line in lines)
+
+
+def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -> None:
     """Copy into <run-dir>/logs/ every Snakemake log of this run: started since the run folder's first
     `make run` (logs/.started) and naming the run folder (its jobs' outputs are there), so that another
     run in the same checkout, or an earlier run of a folder since deleted, does not count. Called before
-    each stretch too: a stretch killed outright (its machine went away) never reached its own copy."""
+    each stretch too: a stretch killed outright (its machine went away) never reached its own copy. A log
+    whose copy has its size and modification time (copy2 keeps it) is copied already, and not read again."""
     logs = run_dir / "logs"
     started = logs / ".started"
     if not started.exists():
         logs.mkdir(parents=True, exist_ok=True)
         started.touch()
     since, mark = started.stat().st_mtime, str(run_dir).rstrip("/") + "/"
-    copied = []
     for log in sorted(snakemake_logs.glob("*.snakemake.log")):
-        if log.stat().st_mtime >= since and mark in log.read_text(encoding="utf-8", errors="replace"):
-            shutil.copy2(log, logs / log.name)
-            copied.append(logs / log.name)
-    return copied
+        found, copy = log.stat(), logs / log.name
+        if found.st_mtime < since:
+            continue
+        kept = copy.stat() if copy.exists() else None
+        if kept is not None and (kept.st_size, kept.st_mtime_ns) == (found.st_size, found.st_mtime_ns):
+            continue  # copied already, and not grown since
+        if _mentions(log, mark):
+            shutil.copy2(log, copy)
 
 
 def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all", report: bool = True) -> int:

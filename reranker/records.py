@@ -9,6 +9,7 @@ are reached through `python -m reranker tables`; `python -m reranker.finish` run
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.atomic import write_json
+from reranker.formats.benchmarks import busy_seconds, read_benchmarks, union_seconds
 from reranker.reporting import TableError, provenance
 from reranker.table import Table, add_output_arguments, write_numbers
 
@@ -34,9 +36,30 @@ def _stamp_seconds(stamp: str) -> float:
     return time.mktime(time.strptime(stamp, "%a %b %d %H:%M:%S %Y"))
 
 
+def _log_key(log: str | os.PathLike) -> tuple[str, tuple[str, int, int] | None]:
+    """A Snakemake log as the caches below know it: its path as given (read through it, so that an error names
+    it as ever) and its version (absolute path, modification time, size). `reranker.finish` times a run, then
+    each part of it, over the same logs: each is read and parsed once."""
+    try:
+        stat = os.stat(log)
+    except OSError:  # the read fails, naming the file; nothing is kept
+        return os.fspath(log), None
+    return os.fspath(log), (os.path.abspath(log), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _log_text(path: str, version: tuple[str, int, int] | None) -> str:
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+@functools.lru_cache(maxsize=16)
+def _log_spans(path: str, version: tuple[str, int, int] | None) -> list[dict]:
+    return _job_spans(_log_text(path, version))
+
+
 def wall_clock(log: str | os.PathLike) -> dict | None:
     """Start, wall-clock seconds and jobs of a finished Snakemake run, from its log; None if it ran no job."""
-    return _finished_wall_clock(Path(log).read_text(encoding="utf-8", errors="replace"), Path(log).name)
+    return _finished_wall_clock(_log_text(*_log_key(log)), Path(log).name)
 
 
 def _log_start(text: str) -> str | None:
@@ -69,7 +92,7 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
 
     stretches = []
     for log in logs:
-        text = Path(log).read_text(encoding="utf-8", errors="replace")
+        text = _log_text(*_log_key(log))
         finished = _finished_wall_clock(text, Path(log).name)
         if finished:
             started, seconds = finished["started"], finished["wall_clock_seconds"]
@@ -97,9 +120,12 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
 def job_spans(log: str | os.PathLike) -> list[dict]:
     """The finished jobs of a Snakemake log: start and end (epoch seconds), rule, and the job's block of
     text (its output and wildcards), in order of start."""
+    return [dict(span) for span in _log_spans(*_log_key(log))]  # copies: the parsed log is kept for the next call
+
+
+def _job_spans(text: str) -> list[dict]:
     import re
 
-    text = Path(log).read_text(encoding="utf-8", errors="replace")
     stamp = LOG_STAMP + r"\n"
     started = {m.group(3): (_stamp_seconds(m.group(1)), m.group(2), m.group(0))
                for m in re.finditer(stamp + r"(?:local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)\n(?:    .*\n)*", text, re.M)}
@@ -121,10 +147,7 @@ def part_wall_clock(logs: Sequence[str | os.PathLike], match: str) -> dict:
     spans = [s for log in logs for s in job_spans(log) if re.search(match, s["text"])]
     if not spans:
         raise TableError(f"no finished job mentions {match!r} in {', '.join(map(str, logs))}")
-    covered, end = 0.0, -math.inf
-    for span in sorted(spans, key=lambda s: s["start"]):
-        covered += max(0.0, span["end"] - max(span["start"], end))
-        end = max(end, span["end"])
+    covered = union_seconds([(span["start"], span["end"]) for span in spans])
     rules: dict[str, int] = {}
     for span in spans:
         rules[span["rule"]] = rules.get(span["rule"], 0) + 1
@@ -157,14 +180,11 @@ def main_wall_clock(argv: list[str]) -> int:
         if timing is None:
             print(f"{args.log[0]}: no finished job in this run; {args.out} kept", file=sys.stderr)
             return 0
-    import torch
+    from reranker.hardware import machine
 
-    from reranker.hardware import cpu_info, cpu_threads, has_fast_half
-
-    info = cpu_info()
+    found = machine()
     record = provenance(args.command, extra={**timing, "machine": {
-        "cpu": info["model"], "cores": cpu_threads(), "bf16": has_fast_half(torch.device("cpu")),
-        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"}})
+        "cpu": found["cpu"], "cores": found["threads"], "bf16": found["cpu_bf16"], "gpu": found["gpu"]}})
     write_json(args.out, record, indent=2)
     print(f"{args.out}: {timing['jobs']} {args.part or ''} jobs in {timing['wall_clock_seconds'] / 60:.1f} min".replace("  ", " "))
     return 0
@@ -204,7 +224,6 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
                     caption: str, wall_clock: float | None = None, groups: Sequence[str] = ()) -> Table:
     """Stage x collection: jobs, time, CPU time and peak memory from Snakemake's benchmarks; pairs/s and
     the GPU's name, peak memory and energy from the stages' metas; a sum row; notes on the wall clock."""
-    from reranker.formats.benchmarks import busy_seconds
     from reranker.hardware import combine_usage
 
     by_stage: dict[tuple[str, str], list] = {}
@@ -267,7 +286,6 @@ def main_resources(argv: list[str]) -> int:
                         help="one row for all train jobs of checkpoints named PREFIX... (a paper's per-fold ones)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    from reranker.formats.benchmarks import read_benchmarks
     from reranker.hardware import machine
 
     run_dir = Path(args.run_dir)
@@ -276,14 +294,15 @@ def main_resources(argv: list[str]) -> int:
         raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
     wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
     metas = resource_metas(run_dir / "work", args.checkpoint_groups)
-    table = resources_table(jobs, list(metas.values()), machine(), args.caption, wall_clock, args.checkpoint_groups)
+    found = machine()
+    table = resources_table(jobs, list(metas.values()), found, args.caption, wall_clock, args.checkpoint_groups)
     written = table.write(args.out, args.formats)
     if args.numbers:
         columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
         # the models whose training and scoring the rows time, as in the results tables' provenance
         models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
                   for path, (_, _, meta) in metas.items()}
-        extra = {"benchmarks": len(jobs), "machine": machine(), "models": models}
+        extra = {"benchmarks": len(jobs), "machine": found, "models": models}
         inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
         write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
         written.append(Path(args.numbers))

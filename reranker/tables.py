@@ -11,9 +11,10 @@ reranker.table. `tables rerender` renders a stored table anew from its numbers. 
 as a spec file (`--spec`, reranker.formats.table_spec: labels and paths as records, never split on a colon);
 the `--eval GROUP:ROW:EVAL.json` options are for hand use.
 
-The command line also reaches what lives elsewhere, so that rules and the Makefile call one stage: run
-records, a run's wall clock and its resources table (`tables wallclock|resources`: reranker.records), and
-the run's seed index (`tables index`: reranker.claims).
+The command line also reaches what lives elsewhere, so that rules and hands call one stage: run records, a
+run's wall clock and its resources table (`tables wallclock|resources`: reranker.records, which
+reranker.finish also calls after the DAG of `make run`), and the run's seed index (`tables index`:
+reranker.claims).
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.source_numbers import read_source_numbers
-from reranker.formats.table_spec import Spec, checked_spec, read_spec
+from reranker.formats.table_spec import KINDS, Spec, checked_spec, read_spec
 from reranker.notes import checkpoint_note, folds_note
-from reranker.reporting import MEASURE_LABELS, TableError, provenance  # noqa: F401 (shared with figures)
+from reranker.reporting import MEASURE_LABELS, TableError, provenance, spec_or_options, split_labelled  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
 from reranker.table import SECOND_SIGNIFICANT, SIGNIFICANT, Table, Value, add_output_arguments, write_numbers
 
@@ -155,44 +156,37 @@ def parse_summary_spec(spec: str) -> tuple[str, list[str]]:
     return label, names
 
 
-def split_labelled(spec: str, option: str, form: str, parts: int) -> list[str]:
-    """`A:PATH` or `A:B:PATH`, the path last (it may hold colons); TableError naming the option otherwise."""
-    fields = spec.split(":", parts - 1)
-    if len(fields) != parts or not all(fields):
-        raise TableError(f"{option} {spec!r}: expected {form}")
-    return fields
+def labelled(option: str, form: str, fields: Sequence[str]) -> Callable[[str], dict]:
+    """The parser of an option `A:PATH` or `A:B:PATH` (`form`) into a spec record with `fields`."""
+    return lambda spec: dict(zip(fields, split_labelled(spec, option, form, len(fields))))
 
 
-# The cell options a spec file replaces, per subcommand: (option, its argparse dest).
-CELL_OPTIONS = {"results": (("--eval", "eval"), ("--checkpoints", "checkpoints"), ("--value", "value"),
-                            ("--value-format", "value_format"), ("--summary-row", "summary_row")),
-                "stats": (("--stats", "stats"),), "pretraining": (("--checkpoints", "checkpoints"),)}
+# The cell options a spec file replaces, per subcommand: (option, its argparse dest, which is the spec's kind of
+# record, and the parser of one option into such a record), in the order they are parsed; the option the
+# subcommand cannot do without first.
+CELL_OPTIONS = {
+    "results": (("--eval", "eval", labelled("--eval", "GROUP:ROW:EVAL.json", ("group", "row", "path"))),
+                ("--value", "value", split_value),
+                ("--value-format", "value_format", split_value_format),
+                ("--summary-row", "summary_row", lambda spec: dict(zip(("label", "rows"), parse_summary_spec(spec)))),
+                ("--checkpoints", "checkpoints", labelled("--checkpoints", "LABEL:reranker.json", ("label", "path")))),
+    "stats": (("--stats", "stats", labelled("--stats", "COLLECTION:STATS.json", ("group", "path"))),),
+    "pretraining": (("--checkpoints", "checkpoints", labelled("--checkpoints", "LABEL:reranker.json", ("label", "path"))),),
+}
 
 
 def table_cells(args: argparse.Namespace) -> Spec:
     """The table's cells as spec records: from `--spec FILE` (what rules give), or from the options typed by
     hand (`--eval GROUP:ROW:EVAL.json` ...), never both; the records are in the order given either way."""
-    given = [option for option, dest in CELL_OPTIONS[args.kind] if getattr(args, dest, None)]
+    options = CELL_OPTIONS[args.kind]
+    given = [option for option, dest, _ in sorted(options, key=lambda entry: list(KINDS).index(entry[1]))
+             if getattr(args, dest, None)]  # named in the spec's order
+    spec_or_options(args.spec, given, options[0][0], "cells", f"tables {args.kind}")
     if args.spec:
-        if given:
-            raise TableError(f"--spec {args.spec} gives the cells: leave out {', '.join(given)}")
         return read_spec(args.spec)
-    required = {"results": "--eval", "stats": "--stats", "pretraining": "--checkpoints"}[args.kind]
-    if required not in given:
-        raise TableError(f"tables {args.kind}: give --spec FILE or {required}")
     cells = checked_spec({}, "the command line")
-    if args.kind == "results":
-        cells["eval"] = [dict(zip(("group", "row", "path"), split_labelled(spec, "--eval", "GROUP:ROW:EVAL.json", 3)))
-                         for spec in args.eval]
-        cells["value"] = [split_value(spec) for spec in args.value]
-        cells["value_format"] = [split_value_format(spec) for spec in args.value_format]
-        cells["summary_row"] = [dict(zip(("label", "rows"), parse_summary_spec(spec))) for spec in args.summary_row]
-    if args.kind in ("results", "pretraining"):
-        cells["checkpoints"] = [dict(zip(("label", "path"), split_labelled(spec, "--checkpoints", "LABEL:reranker.json", 2)))
-                                for spec in args.checkpoints]
-    if args.kind == "stats":
-        cells["stats"] = [dict(zip(("group", "path"), split_labelled(spec, "--stats", "COLLECTION:STATS.json", 2)))
-                          for spec in args.stats]
+    for _, dest, parse in options:
+        cells[dest] = [parse(spec) for spec in getattr(args, dest)]
     return cells
 
 
@@ -234,13 +228,11 @@ def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], 
     return {group: best[group][0] for group in groups}
 
 
-def pretraining_table(checkpoints: Sequence[Mapping], caption: str) -> Table:
-    """Rows: pre-trained checkpoints (label and reranker.json records); cells: held-out token accuracy (mlm)
-    or loss, before and after."""
+def pretraining_table(checkpoints: Sequence[tuple[str, Mapping]], caption: str) -> Table:
+    """Rows: pre-trained checkpoints (label and the checkpoint's reranker.json, read); cells: held-out token
+    accuracy (mlm) or loss, before and after."""
     table = Table(caption, ["held-out"], ["before", "after", "loss"], row_header="Pre-training", bold_best=False)
-    for record in checkpoints:
-        label, path = record["label"], record["path"]
-        meta = json.loads(Path(path).read_text())
+    for label, meta in checkpoints:
         v = meta.get("validation") or {}
         metric = "accuracy" if "accuracy" in v else "mrr"
         table.add(label, "held-out", "before", v.get(f"untrained_{metric}", math.nan))
@@ -253,7 +245,7 @@ def main_rerender(argv: list[str]) -> int:
     """A stored table rendered anew from its numbers JSON: the source's numbers beside it, cells marked pending."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables rerender", description=main_rerender.__doc__)
     parser.add_argument("--numbers", required=True, help="the table's numbers JSON (results/numbers/<table>.json); its layout is added")
-    parser.add_argument("--out", required=True, help="output path without suffix (its .md gives the layout of older numbers)")
+    parser.add_argument("--out", required=True, help="output path without suffix")
     parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
     parser.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml)")
     parser.add_argument("--source-table", help="the table's id there (default: the numbers file's stem)")
@@ -298,8 +290,8 @@ def main_rerender(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] in (["wallclock"], ["resources"], ["index"]):  # kept here so that rules and the Makefile call one stage
-        from reranker import claims, records  # imported late: records imports this module
+    if argv[:1] in (["wallclock"], ["resources"], ["index"]):  # kept here so that rules and hands call one stage
+        from reranker import claims, records  # imported here: only these commands need them
 
         return {"wallclock": records.main_wall_clock, "resources": records.main_resources,
                 "index": claims.main_index}[argv[0]](argv[1:])
@@ -397,7 +389,8 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
                                f"{Path(args.figure).name}.")
     elif args.kind == "pretraining":
-        table = pretraining_table(cells["checkpoints"], args.caption)
+        pretrained = [(record["label"], json.loads(Path(record["path"]).read_text())) for record in cells["checkpoints"]]
+        table = pretraining_table(pretrained, args.caption)
         inputs += [record["path"] for record in cells["checkpoints"]]
     else:
         collected = {}
@@ -430,10 +423,9 @@ def write_table(args: argparse.Namespace) -> list[Path]:
                 meta = json.loads(Path(path).read_text())
                 models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
             extra["models"] = models
-        if args.kind == "pretraining":  # the pre-trained checkpoints' fingerprints, as for fine-tuned ones
-            for record in cells["checkpoints"]:
-                label, path = record["label"], record["path"]
-                trained.setdefault(label, []).append(json.loads(Path(path).read_text()))
+        if args.kind == "pretraining":  # the pre-trained checkpoints' fingerprints, as for fine-tuned ones (no notes)
+            for label, meta in pretrained:
+                trained.setdefault(label, []).append(meta)
         if trained:
             fields = ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")
             extra["checkpoints"] = {label: [{key: meta.get(key) for key in fields} for meta in metas]

@@ -1,11 +1,13 @@
 """Atomic writes: a file or directory appears at its path complete, or not at all.
 
-Everything is built beside its destination (`<path>.tmp`) and renamed into place.
+Everything is built beside its destination (`<path>.tmp`) and renamed into place. And the lock that keeps
+a second process out of what one is building (`file_lock`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -87,3 +89,23 @@ def publish_dir(tmp: str | os.PathLike, path: str | os.PathLike, last: str | Non
     for item in sorted(tmp.iterdir(), key=lambda item: item.name == last):
         os.replace(item, path / item.name)
     tmp.rmdir()
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock across processes on the file `path` (made, with its folder, if absent): an flock, the
+    kernel's, released when its holder ends however it ends. Yields True once held; with `wait=False`, False
+    at once where another process holds it (the block runs without the lock: it should say so and leave)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except BlockingIOError:
+            held = False
+        try:
+            yield held
+        finally:
+            if held:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,10 +55,15 @@ def read_benchmarks(folder: str | os.PathLike) -> list[JobBenchmark]:
     return sorted((read_benchmark(path) for path in sorted(Path(folder).glob("*/*.tsv"))), key=lambda job: job.end)
 
 
+def union_seconds(spans: Iterable[tuple[float, float]]) -> float:
+    """The seconds covered by at least one of the (start, end) spans: their union, added up in order of start."""
+    covered, last = 0.0, float("-inf")
+    for start, end in sorted(spans, key=lambda span: span[0]):
+        covered += max(0.0, end - max(start, last))
+        last = max(last, end)
+    return covered
+
+
 def busy_seconds(jobs: list[JobBenchmark]) -> float:
     """The wall clock during which at least one job ran: the union of the jobs' spans."""
-    covered, end = 0.0, float("-inf")
-    for job in sorted(jobs, key=lambda job: job.start):
-        covered += max(0.0, job.end - max(job.start, end))
-        end = max(end, job.end)
-    return covered
+    return union_seconds([(job.start, job.end) for job in jobs])
