@@ -43,7 +43,7 @@ import torch
 from reranker import hardware
 from reranker import score as sc
 from reranker import segment as seg
-from reranker.models import load_classifier, write_meta
+from reranker.models import LOADERS, load_classifier, write_meta
 
 REPO = Path(__file__).resolve().parent.parent
 L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = classifier.model.config
     model_flops = encoder_flops(lengths, config)
-    cls_only_last = exact.fast_path and exact.classifier.head != "mean_pooling"
+    cls_only_last = exact.fast_path and LOADERS[exact.classifier.head].pooling != "mean"
     executed_flops = encoder_flops(bucket_widths(lengths, args.batch_size), config, cls_only_last=cls_only_last)
     exact_seconds = min(seconds["exact"])
     peak = max(matmul)

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from reranker.models import mean_pool
+from reranker.models import LOADERS, mean_pool
 
 
 def supports_fast_path(model: Any) -> bool:
@@ -62,7 +62,7 @@ def bert_logits(model: Any, head: str, batch: Mapping[str, torch.Tensor]) -> tor
     *layers, last = model.bert.encoder.layer
     for layer in layers:
         hidden = _feed_forward(layer, _attention(layer, hidden, hidden, sdpa_mask))
-    if head == "mean_pooling":
+    if LOADERS[head].pooling == "mean":
         hidden = _feed_forward(last, _attention(last, hidden, hidden, sdpa_mask))
         return model.classifier(mean_pool(hidden, mask))
     cls = _feed_forward(last, _attention(last, hidden[:, :1], hidden, sdpa_mask))

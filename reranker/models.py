@@ -39,7 +39,6 @@ from reranker.formats.errors import InputError
 
 META_FILE = "reranker.json"
 HEADS = tuple(registry.HEADS)
-POOLING_HEADS = {"cls": "sequence_classification", "mean": "mean_pooling"}  # sentence-transformers pooling -> head
 
 
 class CheckpointError(InputError, RuntimeError):
@@ -199,8 +198,12 @@ class Loader:
 
     load: Callable[[str, dict, dict[str, Any]], Any]
     outputs: int | None = None  # fixed outputs; None: the classifier's num_labels
-    sized: bool = False  # a linear classifier: `num_labels` sizes it and `fresh_head` initialises it anew
     pooling: str = "cls"  # what the classifier reads: [CLS] ("cls") or every token ("mean")
+
+    @property
+    def sized(self) -> bool:
+        """A linear classifier (no fixed outputs): `num_labels` sizes it and `fresh_head` initialises it anew."""
+        return self.outputs is None
 
 
 def _sequence_classification(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
@@ -236,11 +239,13 @@ def _bi_encoder(source: str, meta: dict, overrides: dict[str, Any]) -> Any:
 
 # One loader per name of registry.HEADS (tests/test_registry.py holds the two lists together).
 LOADERS: dict[str, Loader] = {
-    "sequence_classification": Loader(_sequence_classification, sized=True),
-    "mean_pooling": Loader(_mean_pooling, sized=True, pooling="mean"),
+    "sequence_classification": Loader(_sequence_classification),
+    "mean_pooling": Loader(_mean_pooling, pooling="mean"),
     "next_sentence_prediction": Loader(_next_sentence_prediction, outputs=2),
     "bi_encoder": Loader(_bi_encoder, outputs=1, pooling="mean"),
 }
+# sentence-transformers pooling -> the sized head that pools so ({"cls": "sequence_classification", "mean": "mean_pooling"})
+POOLING_HEADS = {loader.pooling: head for head, loader in LOADERS.items() if loader.sized}
 
 
 def load_classifier(model: str, head: str | None = None, relevant_index: int | None = None,

@@ -28,7 +28,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from tqdm import tqdm
@@ -152,9 +152,10 @@ def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitte
 
 
 class Cut(NamedTuple):
-    """What a unit builder may read: the run's queries (in run order) and segment()'s settings."""
+    """What a unit builder may read: the run's query ids (in run order), their texts, and segment()'s settings."""
 
-    queries: Sequence[str]
+    qids: Iterable[str]
+    topics: Mapping[str, str]  # query id -> text, for every query of the run
     tokenizer: str
     max_length: int
     passage_length: int
@@ -171,7 +172,7 @@ def _sentences(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
     from reranker.models import resolve_source
 
     tok = AutoTokenizer.from_pretrained(resolve_source(cut.tokenizer))
-    budget = token_budget(tok, cut.queries, cut.max_length)
+    budget = token_budget(tok, (cut.topics[qid] for qid in cut.qids), cut.max_length)
     splitter = SentenceSplitter()
     meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},
                 tokenizer=cut.tokenizer, max_length=cut.max_length, token_budget=budget)
@@ -217,7 +218,7 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
     meta: dict[str, Any] = {"unit": unit, "candidates": candidates, "documents": len(docs),
                             "inputs": {name: {"path": str(p), "sha256": file_sha256(p)} for name, p in
                                        (("docs", docs_path), ("run", run_path), ("topics", topics_path))}}
-    cut = Cut([topics[qid] for qid in run], tokenizer, max_length, passage_length, passage_stride, passage_title)
+    cut = Cut(run.keys(), topics, tokenizer, max_length, passage_length, passage_stride, passage_title)
     units_of = BUILDERS[unit](cut, meta)
 
     units: list[Unit] = []

@@ -664,6 +664,9 @@ class Loop:
     name: str  # the checkpoint's, for messages
     resume_file: Path
     resume_key: str
+    autocast: Any  # the training forward's torch.autocast, built once and entered each step
+    trainable: list[torch.nn.Parameter]  # the parameters that train (in the model's order), clipped each step
+    lengths: list[int]  # each training pair's token count, for drawing each epoch's batches
     # where it stands
     step: int = 0
     epoch_start: torch.Tensor | None = None  # the shuffler's state when the current epoch's batches were drawn
@@ -692,7 +695,9 @@ class Loop:
         total_steps = max(1, math.ceil(config.epochs * steps_per_epoch))
         scheduler = get_linear_schedule_with_warmup(optimizer, round(config.warmup * total_steps), total_steps)
         loop = cls(model, task, config, optimizer, scheduler, torch.Generator().manual_seed(config.seed), pad_id, device,
-                   dtype, steps_per_epoch, total_steps, out_dir.name, resume_path(out_dir), resume_key)
+                   dtype, steps_per_epoch, total_steps, out_dir.name, resume_path(out_dir), resume_key,
+                   torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32),
+                   [p for p in model.parameters() if p.requires_grad], [len(ids) for ids in task.data.ids])
         saved = load_resume(loop.resume_file, resume_key)
         if saved is not None:
             loop.restore(saved)
@@ -739,8 +744,7 @@ class Loop:
             self.epoch_start = self.shuffler.get_state()
         else:  # resumed mid-epoch: draw the same batches again
             self.shuffler.set_state(self.epoch_start)
-        batches = epoch_batches([len(ids) for ids in self.task.data.ids], self.config.batch_size, self.shuffler,
-                                self.config.bucketed)
+        batches = epoch_batches(self.lengths, self.config.batch_size, self.shuffler, self.config.bucketed)
         for position, batch in enumerate(batches[self.skip:], start=self.skip):
             if self.step == self.total_steps or self.stopped_early:
                 break
@@ -755,11 +759,11 @@ class Loop:
     def optimise(self, batch: list[int]) -> tuple[dict[str, torch.Tensor], float, float]:
         """One optimiser step on a batch: its inputs, loss and learning rate."""
         inputs = collate(self.task.data, batch, self.pad_id, self.device)
-        with torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32):
+        with self.autocast:
             logits = self.model(**inputs).logits
         loss = self.task.batch_loss(logits, batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], CLIP_NORM)
+        torch.nn.utils.clip_grad_norm_(self.trainable, CLIP_NORM)
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
         self.scheduler.step()
