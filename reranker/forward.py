@@ -11,11 +11,12 @@ against the plain Hugging Face forward, pair by pair.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
+from reranker.batching import pad_batch
 from reranker.models import LOADERS, mean_pool
 
 
@@ -68,3 +69,32 @@ def bert_logits(model: Any, head: str, batch: Mapping[str, torch.Tensor]) -> tor
     cls = _feed_forward(last, _attention(last, hidden[:, :1], hidden, sdpa_mask))
     pooled = model.bert.pooler(cls) if model.bert.pooler is not None else cls[:, 0]
     return (model.classifier if hasattr(model, "classifier") else model.cls)(pooled)
+
+
+def embed(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int, batch_size: int, device: torch.device,
+          dtype: torch.dtype) -> torch.Tensor:
+    """Unit-length mean-pooled vectors of single texts (a bi-encoder's), in input order; longest batches first."""
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length, return_attention_mask=False)["input_ids"]
+    types = [[0] * len(row) for row in ids]
+    vectors = torch.empty((len(ids), model.config.hidden_size))
+    order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
+    pad_id = 0 if tokenizer.pad_token_id is None else int(tokenizer.pad_token_id)
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = pad_batch([ids[i] for i in rows], [types[i] for i in rows], pad_id, device)
+            hidden = model(**batch).last_hidden_state
+            vectors[rows] = mean_pool(hidden.float(), batch["attention_mask"]).cpu()
+    return torch.nn.functional.normalize(vectors, dim=1)
+
+
+def cosines(model: Any, tokenizer: Any, queries: Sequence[str], texts: Sequence[str], max_length: int,
+            batch_size: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """A bi-encoder's cosine of each (query, text) pair; every distinct text is encoded once."""
+    query_index = {text: i for i, text in enumerate(dict.fromkeys(queries))}
+    text_index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+    query_vectors = embed(model, tokenizer, list(query_index), max_length, batch_size, device, dtype)
+    text_vectors = embed(model, tokenizer, list(text_index), max_length, batch_size, device, dtype)
+    rows = torch.tensor([query_index[q] for q in queries], dtype=torch.long)
+    columns = torch.tensor([text_index[t] for t in texts], dtype=torch.long)
+    return (query_vectors[rows] * text_vectors[columns]).sum(dim=1)

@@ -14,6 +14,10 @@ and any negative grade are level 0, so level = max(grade, 0). The objectives
 * `distill`: a two-way head, squared error against a teacher's two logits per pair (Hinton et al.
   2015 on logits; Hofstaetter et al.'s Margin-MSE would need (positive, negative) pairs). The
   train stage puts the teacher's logits in as targets.
+* `soft_labels`: a two-way head, cross-entropy against a soft label: (1 - teacher_weight) x the judged
+  label + teacher_weight x a teacher's probability of relevance (Hinton et al. 2015's mixed loss, in one
+  target). The teacher may be a bi-encoder: what the plain encoder knew is kept as a target while
+  the judgments are learned. The train stage mixes the teacher in.
 
 Each objective's behaviour is one registered `Rule` (`RULES`, keyed by the registry's names);
 `Objective` carries the settings and hands each call to its rule. Only the train stage uses these;
@@ -204,6 +208,18 @@ class Distill(Binary):
         return train_targets.float().mean(dim=0)  # the teacher's mean logits
 
 
+class SoftLabels(Binary):
+    """A two-way head against probabilities: one-hot judged rows until the train stage mixes a teacher in."""
+
+    def targets(self, objective: Objective, levels: Sequence[int], labels: Sequence[int]) -> torch.Tensor:
+        hard = super().targets(objective, levels, labels)
+        return torch.nn.functional.one_hot(hard, 2).float()
+
+    def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
+        # cross-entropy against soft targets is least at their mean
+        return train_targets.float().mean(dim=0).clamp(1e-6, 1 - 1e-6).log()
+
+
 # One rule per name of registry.OBJECTIVES (tests/test_registry.py holds the two lists together).
 RULES: dict[str, Rule] = {
     "binary": Binary(),
@@ -211,6 +227,7 @@ RULES: dict[str, Rule] = {
     "multi_class_multi_label": MultiClassMultiLabel(),
     "regression": Regression(),
     "distill": Distill(),
+    "soft_labels": SoftLabels(),
 }
 
 

@@ -70,6 +70,7 @@ OBJECTIVES: dict[str, str] = {
     "multi_class_multi_label": "softmax cross-entropy and the multi-label BCE on the same logits, weighted",
     "regression": "one output, squared error against the level's value (grade_values)",
     "distill": "two-way head, squared error against a teacher checkpoint's logits (knowledge distillation)",
+    "soft_labels": "two-way softmax, cross-entropy against the judged label mixed with a teacher's relevance probability",
 }
 
 # How a document's score is read from a classifier's logits (the score stage's --ranking).

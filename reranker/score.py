@@ -64,9 +64,9 @@ from reranker.formats.segments import Segments, read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
-from reranker.forward import bert_logits, supports_fast_path
+from reranker.forward import bert_logits, cosines, supports_fast_path
 from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, machine, resolve_precision
-from reranker.models import Classifier, load_classifier, mean_pool, pick_device, resolve_source
+from reranker.models import Classifier, load_classifier, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
 from reranker.shards import GatherError, gather_parts, parse_part, part_range, plan_digest, plan_shards, prepare_shards, shard_dir
@@ -213,31 +213,10 @@ class Scorer:
         """Scores of tokenised pairs, in their order."""
         return self.read(self.logits_tokens(ids, types, progress))
 
-    def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        """Unit-length mean-pooled vectors of single texts (bi-encoders), in input order."""
-        encoded = self.classifier.tokenizer(list(texts), truncation=True, max_length=self.max_length,
-                                            return_attention_mask=False)
-        ids = encoded["input_ids"]
-        types = [[0] * len(row) for row in ids]
-        vectors = torch.empty((len(ids), self.classifier.model.config.hidden_size))
-        order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
-        autocast = torch.autocast(self.device.type, dtype=self.dtype, enabled=self.dtype != torch.float32)
-        with torch.inference_mode(), autocast:
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start:start + self.batch_size]
-                batch = self._batch([ids[i] for i in rows], [types[i] for i in rows])
-                hidden = self.classifier.model(**batch).last_hidden_state
-                vectors[rows] = mean_pool(hidden.float(), batch["attention_mask"]).cpu()
-        return torch.nn.functional.normalize(vectors, dim=1)
-
     def score_bi_encoder(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
         """Cosine of each (query, text) pair; every distinct text is encoded once."""
-        query_index = {text: i for i, text in enumerate(dict.fromkeys(queries))}
-        text_index = {text: i for i, text in enumerate(dict.fromkeys(texts))}
-        query_vectors, text_vectors = self.embed(list(query_index)), self.embed(list(text_index))
-        rows = torch.tensor([query_index[q] for q in queries])
-        columns = torch.tensor([text_index[t] for t in texts])
-        scores = (query_vectors[rows] * text_vectors[columns]).sum(dim=1).numpy().astype(np.float32)
+        scores = cosines(self.classifier.model, self.classifier.tokenizer, queries, texts, self.max_length,
+                         self.batch_size, self.device, self.dtype).numpy().astype(np.float32)
         if progress is not None:
             progress.update(len(scores))
         return scores

@@ -48,6 +48,7 @@ from reranker.formats.runs import Run, read_run, sorted_docs
 from reranker.formats.segments import passage_units, title_and_body
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
+from reranker.forward import cosines
 from reranker.objectives import Objective, level
 from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 from reranker.settings import RULE_ONLY
@@ -60,6 +61,7 @@ MIN_TEXT_TOKENS = 16
 SELECTIONS = ("best", "last")
 TRAINABLE = ("all", "head")
 UNITS = ("documents", "passages")
+TEACHER_OBJECTIVES = ("distill", "soft_labels")
 PASSAGE_MARK = "#"  # a passage's text key: <doc_id>#<passage number>
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
 
@@ -78,8 +80,8 @@ class _Settings:
             raise InputError(f"trainable must be one of {', '.join(TRAINABLE)}, not {self.trainable!r}")
         if self.unit not in UNITS:
             raise InputError(f"unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
-        if (self.objective == "distill") != (self.teacher is not None):
-            raise InputError("the distill objective and a teacher go together: give both or neither")
+        if (self.objective in TEACHER_OBJECTIVES) != (self.teacher is not None):
+            raise InputError(f"a teacher goes with the {' or '.join(TEACHER_OBJECTIVES)} objective: give both or neither")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
@@ -521,6 +523,58 @@ def teacher_logits(teacher: models.Classifier, encoded: Encoded, relevant_index:
     return out if teacher.relevant_index == relevant_index else out.flip(1)
 
 
+def teacher_cosines(teacher: models.Classifier, examples: Sequence[Examples], split: str, max_length: int,
+                    dtype: torch.dtype) -> torch.Tensor:
+    """A bi-encoder teacher's cosine of each pair of `split`, in encode()'s order (each side within `max_length`)."""
+    pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
+    if not pairs:
+        return torch.empty(0)
+    return cosines(teacher.model, teacher.tokenizer, [ex.topics[p.qid] for ex, p in pairs],
+                   [ex.docs[p.doc_id] for ex, p in pairs], max_length, 64,
+                   next(teacher.model.parameters()).device, dtype)
+
+
+def calibrate(cosine: torch.Tensor, labels: Sequence[bool]) -> tuple[float, float]:
+    """a, b of the logistic regression P(relevant) = sigmoid(a cosine + b) fitted on training pairs' labels:
+    a bi-encoder's cosine becomes a probability on the judgments' own scale."""
+    x, y = cosine.double(), torch.tensor([float(label) for label in labels], dtype=torch.double)
+    params = torch.zeros(2, dtype=torch.double, requires_grad=True)
+    optimiser = torch.optim.LBFGS([params], max_iter=200, tolerance_grad=1e-10, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimiser.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(params[0] * x + params[1], y)
+        loss.backward()
+        return loss
+
+    optimiser.step(closure)
+    a, b = params.detach().tolist()
+    return a, b
+
+
+def soft_labels(teacher: models.Classifier, examples: Sequence[Examples], data: Encoded, held_out: Encoded,
+                objective: Objective, config: TrainingConfig, pad_id: int, dtype: torch.dtype,
+                record: dict[str, Any]) -> tuple[Encoded, Encoded]:
+    """Targets (1 - w) x judged + w x the teacher's P(relevant), w = teacher_weight: a two-way classifier's
+    softmax, or a bi-encoder's cosine calibrated on the training pairs (never on the held-out ones)."""
+    relevant, weight = objective.relevant_index, config.teacher_weight
+    if teacher.head == "bi_encoder":
+        train_cos = teacher_cosines(teacher, examples, "pairs", config.max_length, dtype)
+        held_cos = teacher_cosines(teacher, examples, "validation", config.max_length, dtype)
+        a, b = calibrate(train_cos, data.relevant)
+        probabilities = [torch.sigmoid(a * c.double() + b).float() for c in (train_cos, held_cos)]
+        record["calibration"] = {"a": round(a, 6), "b": round(b, 6)}
+    else:
+        probabilities = [torch.softmax(teacher_logits(teacher, encoded, relevant, pad_id, dtype), dim=1)[:, relevant]
+                         for encoded in (data, held_out)]
+    record["weight"] = weight
+    mixed = []
+    for encoded, p in zip((data, held_out), probabilities):
+        teacher_rows = torch.stack([1 - p, p] if relevant == 1 else [p, 1 - p], dim=1)
+        mixed.append(encoded._replace(targets=(1 - weight) * encoded.targets + weight * teacher_rows))
+    return mixed[0], mixed[1]
+
+
 def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
              dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
     """The objective's mean loss on the held-out pairs, and the MRR of each query's first relevant pair
@@ -608,14 +662,20 @@ def pair_task(classifier: models.Classifier, sources: Sequence[Source], examples
         meta["sources"] = [example.record for example in examples]  # with the queries left out, for reranker.json
     data = encode(classifier.tokenizer, examples, "pairs", objective, config.max_length, truncation)
     held_out = encode(classifier.tokenizer, examples, "validation", objective, config.max_length, truncation)
-    if config.teacher is not None:  # the student learns the teacher's logits on the same pairs
-        teacher = models.load_classifier(config.teacher, device=device)
-        if teacher.tokenizer.get_vocab() != classifier.tokenizer.get_vocab():
+    if config.teacher is not None:  # the student learns the teacher's logits (or probabilities) on the same pairs
+        teacher = models.load_classifier(config.teacher, head=config.teacher_head, device=device)
+        meta["teacher"] = {"checkpoint": str(config.teacher), "head": teacher.head, "fingerprint": teacher.fingerprint}
+        if teacher.head != "bi_encoder" and teacher.tokenizer.get_vocab() != classifier.tokenizer.get_vocab():
             raise models.CheckpointError(f"teacher {config.teacher} has another vocabulary than {classifier.source}: "
                                          "its logits would be of other token sequences")
-        data = data._replace(targets=teacher_logits(teacher, data, objective.relevant_index, pad_id, dtype))
-        held_out = held_out._replace(targets=teacher_logits(teacher, held_out, objective.relevant_index, pad_id, dtype))
-        meta["teacher"] = {"checkpoint": str(config.teacher), "fingerprint": teacher.fingerprint}
+        if objective.name == "soft_labels":
+            data, held_out = soft_labels(teacher, examples, data, held_out, objective, config, pad_id, dtype, meta["teacher"])
+        elif teacher.head == "bi_encoder":
+            raise models.CheckpointError(f"teacher {config.teacher} is a bi-encoder: it has no logits to distill "
+                                         "(the soft_labels objective takes its calibrated cosine)")
+        else:
+            data = data._replace(targets=teacher_logits(teacher, data, objective.relevant_index, pad_id, dtype))
+            held_out = held_out._replace(targets=teacher_logits(teacher, held_out, objective.relevant_index, pad_id, dtype))
     return Task(data, held_out, objective.prior_loss(data.targets, held_out.targets),
                 lambda logits, rows: objective.loss(logits, data.targets[rows].to(device)),
                 lambda: validate(classifier.model, held_out, objective, pad_id, device, dtype), "mrr")
@@ -969,7 +1029,7 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--eval-every": ("eval_every", int), "--select": ("select", str), "--patience": ("patience", int),
     "--task": ("task", str), "--objective": ("objective", str), "--enrich": ("enrich", str),
     "--nsp-pairs": ("nsp_pairs", str), "--unit": ("unit", str), "--trainable": ("trainable", str),
-    "--teacher": ("teacher", str),
+    "--teacher": ("teacher", str), "--teacher-head": ("teacher_head", str), "--teacher-weight": ("teacher_weight", float),
 }
 
 
@@ -1047,9 +1107,10 @@ def main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-        if settings.get("teacher"):  # a checkpoint name of the configuration: its folder or id
-            settings["teacher"] = teacher or fetched_model(checkpoint_config(config, settings["teacher"]),
-                                                           settings["teacher"], "--teacher")
+        if settings.get("teacher"):  # a checkpoint name of the configuration: its folder or id, and its head
+            entry = checkpoint_config(config, settings["teacher"])
+            settings["teacher"] = teacher or fetched_model(entry, settings["teacher"], "--teacher")
+            settings["teacher_head"] = settings["teacher_head"] or (entry.get("head") if entry["source"] == "hf" else None)
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "

@@ -363,8 +363,35 @@ def test_a_distilled_student_learns_its_teachers_logits(scifact, tiny_model_dir,
     meta = models.read_meta(out)
     assert meta["teacher"]["checkpoint"] == str(teacher) and meta["num_layers"] == 1
     assert meta["validation"]["loss"] < meta["validation"]["untrained_loss"]
-    with pytest.raises(ValueError, match="distill objective and a teacher"):
+    with pytest.raises(ValueError, match="distill or soft_labels objective"):
         TrainingConfig(**{**SHORT.as_dict(), "objective": "distill"})
+
+
+def test_soft_labels_mix_a_calibrated_bi_encoder_into_the_judgments(scifact, tiny_model_dir, tmp_path):
+    """A bi-encoder teacher's cosine, calibrated on the training pairs, is half of each soft target."""
+    source, _ = with_qids(scifact, split(scifact)[0][:30], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "objective": "soft_labels", "teacher": str(tiny_model_dir),
+                               "teacher_head": "bi_encoder", "teacher_weight": 0.5, "max_pairs": 64,
+                               "eval_every": 1000, "validation_fraction": 0.2, "select": "last"})
+    out = train(str(tiny_model_dir), source, tmp_path / "student", config)
+    meta = models.read_meta(out)
+    teacher = meta["teacher"]
+    assert teacher["head"] == "bi_encoder" and teacher["weight"] == 0.5 and set(teacher["calibration"]) == {"a", "b"}
+    # soft targets: the label prior is the mean target row, strictly inside (0, 1) on both sides
+    assert 0 < meta["validation"]["prior_loss"] < math.log(2) + 0.1
+    with pytest.raises(ValueError, match="soft_labels objective"):
+        TrainingConfig(**{**SHORT.as_dict(), "objective": "soft_labels"})
+
+
+def test_calibration_fits_a_logistic_regression_on_the_labels():
+    """The fitted sigmoid(a x + b) orders as the cosine does (a > 0) and matches the label rates."""
+    from reranker.train import calibrate
+
+    cosine = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    labels = [False, False, True, False, True, False, True, True]
+    a, b = calibrate(cosine, labels)
+    p = torch.sigmoid(a * cosine.double() + b)
+    assert a > 0 and abs(float(p.mean()) - 0.5) < 1e-4  # the fitted mean probability is the label rate
 
 
 def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(scifact, tiny_model_dir, tmp_path):
