@@ -11,14 +11,15 @@ DAG wrote (work/eval/<collection>/<run>.json), so that every number names the ru
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from reranker.formats.evaluations import Evaluation, read_evaluation
+from reranker.formats.layout import Layout
 from reranker.significance import holm, paired_ttest
 
 
-def per_query(run_dir: Path, collection: str, run: str, measure: str) -> dict[str, float]:
-    return json.loads((run_dir / "work" / "eval" / collection / f"{run}.json").read_text())["per_query"][measure]
+def evaluation(run_dir: Path, collection: str, run: str) -> Evaluation:
+    return read_evaluation(Layout(str(run_dir)).path("eval", collection=collection, run=run))
 
 
 def rows(run_dir: Path, targets: list[str], baseline: str, runs: list[str], measure: str) -> str:
@@ -27,13 +28,13 @@ def rows(run_dir: Path, targets: list[str], baseline: str, runs: list[str], meas
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     cells: dict[str, list[str]] = {run: [] for run in [baseline, *runs]}
     for target in targets:
-        base = per_query(run_dir, target, baseline, measure)
-        base_mean = sum(base.values()) / len(base)
+        base = evaluation(run_dir, target, baseline)
+        base_mean = base.aggregate[measure]
         cells[baseline].append(f"{base_mean:.4f}")
-        values = {run: per_query(run_dir, target, run, measure) for run in runs}
-        pvalues = [paired_ttest(values[run], base)[1] for run in runs]
+        values = {run: evaluation(run_dir, target, run) for run in runs}
+        pvalues = [paired_ttest(values[run].per_query[measure], base.per_query[measure])[1] for run in runs]
         for run, p, adjusted in zip(runs, pvalues, holm(pvalues)):
-            mean = sum(values[run].values()) / len(values[run])
+            mean = values[run].aggregate[measure]
             mark = "†" if adjusted < 0.05 and mean > base_mean else ""
             cells[run].append(f"{mean:.4f}{mark} ({mean / base_mean:.2f}x; p {p:.3g}, Holm {adjusted:.3g})")
     lines += ["| " + " | ".join([run, *cells[run]]) + " |" for run in [baseline, *runs]]

@@ -27,7 +27,7 @@ scores are read back by the score stage's rankings (`registry.RANKINGS`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -162,16 +162,31 @@ class MultiClassMultiLabel(MultiLabel):
     def prior_row(self, objective: Objective, train_targets: torch.Tensor) -> torch.Tensor:
         # softmax CE mixed with the multi-label BCE has no closed form, so descend from the BCE optimum
         row = super().prior_row(objective, train_targets).clone().requires_grad_(True)
-        optimiser = torch.optim.LBFGS([row], max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+        return minimise(row, lambda: objective.loss(row.expand(len(train_targets), self.outputs(objective)), train_targets))
 
-        def closure():
-            optimiser.zero_grad()
-            loss = objective.loss(row.expand(len(train_targets), self.outputs(objective)), train_targets)
-            loss.backward()
-            return loss
 
-        optimiser.step(closure)
-        return row.detach()
+def minimise(params: torch.Tensor, loss: Callable[[], torch.Tensor], tolerance: float = 1e-9) -> torch.Tensor:
+    """`params` (a leaf that requires grad) at the minimum of `loss()`: L-BFGS with a strong Wolfe line search."""
+    optimiser = torch.optim.LBFGS([params], max_iter=200, tolerance_grad=tolerance, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimiser.zero_grad()
+        value = loss()
+        value.backward()
+        return value
+
+    optimiser.step(closure)
+    return params.detach()
+
+
+def calibrate(scores: torch.Tensor, labels: Sequence[bool]) -> tuple[float, float]:
+    """a, b of the logistic regression P(relevant) = sigmoid(a score + b) fitted on training pairs' labels:
+    a bi-encoder's cosine becomes a probability on the judgments' own scale (soft_labels' teacher)."""
+    x, y = scores.double(), torch.tensor([float(label) for label in labels], dtype=torch.double)
+    params = torch.zeros(2, dtype=torch.double, requires_grad=True)
+    a, b = minimise(params, lambda: torch.nn.functional.binary_cross_entropy_with_logits(params[0] * x + params[1], y),
+                    tolerance=1e-10).tolist()
+    return a, b
 
 
 class Regression(Rule):

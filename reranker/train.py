@@ -49,7 +49,7 @@ from reranker.formats.segments import passage_units, title_and_body
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
 from reranker.forward import cosines
-from reranker.objectives import Objective, level
+from reranker.objectives import Objective, calibrate, level
 from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 from reranker.settings import RULE_ONLY
 
@@ -467,10 +467,16 @@ def encode_texts(tokenizer: Any, queries: Sequence[str], texts: Sequence[str], t
     return Encoded(ids, types, targets, list(qids), list(relevant))
 
 
+def split_pairs(examples: Sequence[Examples], split: str) -> list[tuple[Examples, TrainingPair]]:
+    """Every source's pairs of `split` ("pairs" or "validation") with their source, in the one order that
+    encode() and a teacher's scores share."""
+    return [(example, pair) for example in examples for pair in getattr(example, split)]
+
+
 def encode(tokenizer: Any, examples: Sequence[Examples], split: str, objective: Objective, max_length: int,
            truncation: str = "only_second") -> Encoded:
     """The `split` ("pairs" or "validation") of every source, tokenised; qids are `source<TAB>qid`."""
-    pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
+    pairs = split_pairs(examples, split)
     targets = objective.targets([p.level for _, p in pairs], [p.label for _, p in pairs])
     return encode_texts(tokenizer, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.doc_id] for ex, p in pairs],
                         targets, max_length, [f"{ex.record['name']}\t{p.qid}" for ex, p in pairs],
@@ -525,31 +531,15 @@ def teacher_logits(teacher: models.Classifier, encoded: Encoded, relevant_index:
 
 def teacher_cosines(teacher: models.Classifier, examples: Sequence[Examples], split: str, max_length: int,
                     dtype: torch.dtype) -> torch.Tensor:
-    """A bi-encoder teacher's cosine of each pair of `split`, in encode()'s order (each side within `max_length`)."""
-    pairs = [(example, pair) for example in examples for pair in getattr(example, split)]
+    """A bi-encoder teacher's cosine of each pair of `split`, in encode()'s order (each side within `max_length`).
+
+    Each split is encoded on its own: in bf16 a batch's make-up moves a cosine by up to ~6e-4, so encoding
+    the splits together would not give the measured checkpoint (results/ablation/birch_soft_labels.md) again."""
+    pairs = split_pairs(examples, split)
     if not pairs:
         return torch.empty(0)
     return cosines(teacher.model, teacher.tokenizer, [ex.topics[p.qid] for ex, p in pairs],
-                   [ex.docs[p.doc_id] for ex, p in pairs], max_length, 64,
-                   next(teacher.model.parameters()).device, dtype)
-
-
-def calibrate(cosine: torch.Tensor, labels: Sequence[bool]) -> tuple[float, float]:
-    """a, b of the logistic regression P(relevant) = sigmoid(a cosine + b) fitted on training pairs' labels:
-    a bi-encoder's cosine becomes a probability on the judgments' own scale."""
-    x, y = cosine.double(), torch.tensor([float(label) for label in labels], dtype=torch.double)
-    params = torch.zeros(2, dtype=torch.double, requires_grad=True)
-    optimiser = torch.optim.LBFGS([params], max_iter=200, tolerance_grad=1e-10, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimiser.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(params[0] * x + params[1], y)
-        loss.backward()
-        return loss
-
-    optimiser.step(closure)
-    a, b = params.detach().tolist()
-    return a, b
+                   [ex.docs[p.doc_id] for ex, p in pairs], max_length, 64, next(teacher.model.parameters()).device, dtype)
 
 
 def soft_labels(teacher: models.Classifier, examples: Sequence[Examples], data: Encoded, held_out: Encoded,
@@ -559,8 +549,8 @@ def soft_labels(teacher: models.Classifier, examples: Sequence[Examples], data: 
     softmax, or a bi-encoder's cosine calibrated on the training pairs (never on the held-out ones)."""
     relevant, weight = objective.relevant_index, config.teacher_weight
     if teacher.head == "bi_encoder":
-        train_cos = teacher_cosines(teacher, examples, "pairs", config.max_length, dtype)
-        held_cos = teacher_cosines(teacher, examples, "validation", config.max_length, dtype)
+        train_cos, held_cos = (teacher_cosines(teacher, examples, split, config.max_length, dtype)
+                               for split in ("pairs", "validation"))
         a, b = calibrate(train_cos, data.relevant)
         probabilities = [torch.sigmoid(a * c.double() + b).float() for c in (train_cos, held_cos)]
         record["calibration"] = {"a": round(a, 6), "b": round(b, 6)}

@@ -385,7 +385,7 @@ def test_soft_labels_mix_a_calibrated_bi_encoder_into_the_judgments(scifact, tin
 
 def test_calibration_fits_a_logistic_regression_on_the_labels():
     """The fitted sigmoid(a x + b) orders as the cosine does (a > 0) and matches the label rates."""
-    from reranker.train import calibrate
+    from reranker.objectives import calibrate
 
     cosine = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     labels = [False, False, True, False, True, False, True, True]
