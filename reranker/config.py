@@ -173,9 +173,10 @@ def _check_references(config: Mapping) -> None:
         more_problems, more_used = check(config)
         problems, used = problems + more_problems, used + more_used
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
-    used += [(f"checkpoints/{name}/training/teacher", entry["training"]["teacher"]) for name, entry in checkpoints.items()
-             if (entry.get("training") or {}).get("teacher")]
-    used += [("training/teacher", config["training"]["teacher"])] if config["training"].get("teacher") else []
+    for setting in ("teacher", "head_from"):  # checkpoints a training setting names
+        used += [(f"checkpoints/{name}/training/{setting}", entry["training"][setting]) for name, entry in checkpoints.items()
+                 if (entry.get("training") or {}).get(setting)]
+        used += [(f"training/{setting}", config["training"][setting])] if config["training"].get(setting) else []
     problems += [f"  {where}: unknown checkpoint {c!r} (known: {', '.join(sorted(checkpoints))})"
                  for where, c in used if c not in checkpoints]
     if problems:

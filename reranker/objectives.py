@@ -189,6 +189,19 @@ def calibrate(scores: torch.Tensor, labels: Sequence[bool]) -> tuple[float, floa
     return a, b
 
 
+def carried_map(objective: Objective, log_odds: torch.Tensor, train_targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(alpha, beta), one pair per output: logit_k = alpha_k x s + beta_k minimises the objective's loss on
+    `train_targets`, s being a two-way head's log-odds of relevance on the same pairs. A head carried so
+    ranks as the two-way head did, scaled and shifted to this objective's outputs; from alpha = 0 and
+    beta = the label prior, so it starts no worse than the prior."""
+    n = objective.outputs
+    s = log_odds.double().reshape(-1, 1)
+    params = torch.cat([torch.zeros(n, dtype=torch.double), objective.prior_row(train_targets).double()])
+    params.requires_grad_(True)
+    fitted = minimise(params, lambda: objective.loss(s * params[:n] + params[n:], train_targets))
+    return fitted[:n].detach().float(), fitted[n:].detach().float()
+
+
 class Regression(Rule):
     def check(self, objective: Objective) -> None:
         if objective.grade_values is None:

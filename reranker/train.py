@@ -49,7 +49,7 @@ from reranker.formats.segments import passage_units, title_and_body
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
 from reranker.forward import cosines
-from reranker.objectives import Objective, calibrate, level
+from reranker.objectives import Binary, Objective, calibrate, carried_map, level
 from reranker.pretraining import IGNORE, mask_tokens, nsp_pairs, split_documents
 from reranker.settings import RULE_ONLY
 
@@ -64,6 +64,7 @@ UNITS = ("documents", "passages")
 TEACHER_OBJECTIVES = ("distill", "soft_labels")
 PASSAGE_MARK = "#"  # a passage's text key: <doc_id>#<passage number>
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
+HEAD_FIT_PAIRS = 512  # training pairs a carried head's map is fitted on: a forward pass each, 2 numbers per output
 
 
 class _Settings:
@@ -82,6 +83,8 @@ class _Settings:
             raise InputError(f"unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
         if (self.objective in TEACHER_OBJECTIVES) != (self.teacher is not None):
             raise InputError(f"a teacher goes with the {' or '.join(TEACHER_OBJECTIVES)} objective: give both or neither")
+        if self.head_from is not None and self.task == "mlm":
+            raise InputError("head_from carries a relevance head: task mlm trains none")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
@@ -558,11 +561,61 @@ def soft_labels(teacher: models.Classifier, examples: Sequence[Examples], data: 
         probabilities = [torch.softmax(teacher_logits(teacher, encoded, relevant, pad_id, dtype), dim=1)[:, relevant]
                          for encoded in (data, held_out)]
     record["weight"] = weight
+    # The teacher's own held-out MRR beside the student's (validation_mrr): whether the student passes it.
+    held = probabilities[1].tolist()
+    record["validation_mrr"] = round(mrr(held_out.qids, held, held_out.relevant), 6)
+    record["validation_mrr_by_source"] = mrr_by_source(held_out.qids, held, held_out.relevant)
     mixed = []
     for encoded, p in zip((data, held_out), probabilities):
         teacher_rows = torch.stack([1 - p, p] if relevant == 1 else [p, 1 - p], dim=1)
         mixed.append(encoded._replace(targets=(1 - weight) * encoded.targets + weight * teacher_rows))
     return mixed[0], mixed[1]
+
+
+def subset(encoded: Encoded, rows: Sequence[int]) -> Encoded:
+    """The pairs `rows` of tokenised pairs (ranking pairs: no token labels)."""
+    return Encoded([encoded.ids[i] for i in rows], [encoded.types[i] for i in rows], encoded.targets[list(rows)],
+                   [encoded.qids[i] for i in rows], [encoded.relevant[i] for i in rows])
+
+
+def carry_head(classifier: models.Classifier, source: str, data: Encoded, objective: Objective, pad_id: int,
+               device: torch.device, dtype: torch.dtype, seed: int) -> dict[str, Any]:
+    """Start the classifier's head from `source`'s trained two-way head, so that rows of every objective
+    start alike: a two-way objective's head is copied; any other's outputs are each an affine map of the
+    two-way head's log-odds (on this encoder), fitted to the objective's loss on HEAD_FIT_PAIRS training pairs."""
+    donor = models.load_classifier(source)
+    if donor.n_logits != 2 or not models.LOADERS[donor.head].sized:
+        raise models.CheckpointError(f"head_from {source}: needs a two-way linear head, it has a {donor.head} "
+                                     f"head with {donor.n_logits} logit(s)")
+    if donor.head != classifier.head:
+        raise models.CheckpointError(f"head_from {source}: its {donor.head} head reads other features than the "
+                                     f"{classifier.head} head of {classifier.source}")
+    weight, bias = donor.model.classifier.weight.detach().float(), donor.model.classifier.bias.detach().float()
+    head = classifier.model.classifier
+    if weight.shape[1] != head.weight.shape[1]:
+        raise models.CheckpointError(f"head_from {source}: hidden size {weight.shape[1]}, not {head.weight.shape[1]}")
+    record: dict[str, Any] = {"checkpoint": str(source), "head": donor.head, "fingerprint": donor.fingerprint}
+    relevant = donor.relevant_index
+    with torch.no_grad():
+        if isinstance(objective.rule, Binary):  # the same two-way head, relevant row where the student reads it
+            flip = relevant != objective.relevant_index
+            head.weight.copy_(weight.flip(0) if flip else weight)
+            head.bias.copy_(bias.flip(0) if flip else bias)
+            return record | {"copied": True}
+        log_odds, offset = weight[relevant] - weight[1 - relevant], bias[relevant] - bias[1 - relevant]
+        head.weight.zero_()
+        head.bias.zero_()
+        head.weight[0], head.bias[0] = log_odds, offset  # output 0 reads the log-odds while the map is fitted
+    generator = torch.Generator().manual_seed(seed)  # its own: the training RNG is left as it was
+    rows = torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist()
+    sample = subset(data, rows)
+    scores = batched_logits(classifier.model, sample, objective.outputs, pad_id, device, dtype)[:, 0]
+    alpha, beta = carried_map(objective, scores, sample.targets)
+    with torch.no_grad():
+        head.weight.copy_((alpha[:, None] * log_odds[None, :]).to(head.weight))
+        head.bias.copy_((alpha * offset + beta).to(head.bias))
+    return record | {"copied": False, "pairs": len(rows), "alpha": [round(float(a), 6) for a in alpha],
+                     "beta": [round(float(b), 6) for b in beta]}
 
 
 def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
@@ -574,16 +627,33 @@ def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, de
     logits = batched_logits(model, encoded, objective.outputs, pad_id, device, dtype, batch_size)
     model.train(was_training)
     loss = float(objective.loss(logits, encoded.targets))
-    scores = objective.score(logits).tolist()
+    return {"loss": loss, "mrr": mrr(encoded.qids, objective.score(logits).tolist(), encoded.relevant)}
+
+
+def reciprocal_ranks(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> dict[str, float]:
+    """Each query's reciprocal rank of its first judged-relevant pair, its pairs ranked by score (0 if none)."""
     by_query: dict[str, list[tuple[float, bool]]] = {}
-    for qid, score, relevant in zip(encoded.qids, scores, encoded.relevant):
-        by_query.setdefault(qid, []).append((score, relevant))
-    reciprocal = []
-    for entries in by_query.values():
+    for qid, score, judged in zip(qids, scores, relevant):
+        by_query.setdefault(qid, []).append((score, judged))
+    reciprocal = {}
+    for qid, entries in by_query.items():
         ranked = sorted(entries, key=lambda entry: -entry[0])
-        first = next((rank for rank, (_, relevant) in enumerate(ranked, start=1) if relevant), None)
-        reciprocal.append(1 / first if first else 0.0)
-    return {"loss": loss, "mrr": sum(reciprocal) / len(reciprocal)}
+        first = next((rank for rank, (_, judged) in enumerate(ranked, start=1) if judged), None)
+        reciprocal[qid] = 1 / first if first else 0.0
+    return reciprocal
+
+
+def mrr(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> float:
+    reciprocal = reciprocal_ranks(qids, scores, relevant)
+    return sum(reciprocal.values()) / len(reciprocal)
+
+
+def mrr_by_source(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> dict[str, float]:
+    """MRR per source, for qids of encode()'s form `source<TAB>qid`."""
+    per_source: dict[str, list[float]] = {}
+    for qid, value in reciprocal_ranks(qids, scores, relevant).items():
+        per_source.setdefault(qid.split("\t", 1)[0], []).append(value)
+    return {source: round(sum(values) / len(values), 6) for source, values in per_source.items()}
 
 
 def objective_for(config: TrainingConfig, examples: Sequence[Examples], relevant_index: int) -> Objective:
@@ -925,6 +995,9 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             task = masked_lm_task(classifier, examples[0], pad_id, device, dtype)
         else:
             task = pair_task(classifier, sources, examples, objective, config, pad_id, device, dtype, meta)
+            if config.head_from is not None:
+                meta["head_from"] = carry_head(classifier, config.head_from, task.data, objective, pad_id, device,
+                                               dtype, config.seed)
         loop = Loop.begin(classifier.model, task, config, pad_id, device, dtype, out_dir, inputs_key(meta))
         loop.run()
     publish(out_dir, classifier, loop, meta, precision, started, usage)
@@ -1020,6 +1093,7 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--task": ("task", str), "--objective": ("objective", str), "--enrich": ("enrich", str),
     "--nsp-pairs": ("nsp_pairs", str), "--unit": ("unit", str), "--trainable": ("trainable", str),
     "--teacher": ("teacher", str), "--teacher-head": ("teacher_head", str), "--teacher-weight": ("teacher_weight", float),
+    "--head-from": ("head_from", str),
 }
 
 
@@ -1079,10 +1153,11 @@ def main(argv: list[str] | None = None) -> int:
         flags["bucketed"] = args.bucketed
     if args.config or args.checkpoint:  # settings from the configuration alone
         teacher = flags.pop("teacher", None)  # with --config, a folder the rule hands, as --base
+        head_from = flags.pop("head_from", None)  # the same
         if not args.checkpoint or flags or args.mix or args.relevant_min_grade is not None:
             raise SystemExit("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
-                             "--base and --teacher, the folders of its base and teacher): its settings come from the "
-                             "configuration")
+                             "--base, --teacher and --head-from, the folders of the checkpoints it names): its settings "
+                             "come from the configuration")
         from reranker import settings as stage_settings
 
         config = load_config(args.config)
@@ -1101,6 +1176,9 @@ def main(argv: list[str] | None = None) -> int:
             entry = checkpoint_config(config, settings["teacher"])
             settings["teacher"] = teacher or fetched_model(entry, settings["teacher"], "--teacher")
             settings["teacher_head"] = settings["teacher_head"] or (entry.get("head") if entry["source"] == "hf" else None)
+        if settings.get("head_from"):
+            settings["head_from"] = head_from or fetched_model(checkpoint_config(config, settings["head_from"]),
+                                                               settings["head_from"], "--head-from")
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "

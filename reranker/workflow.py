@@ -106,8 +106,7 @@ class Experiment:
         """Files a training job reads: its base's marker (if fine-tuned), each source's files, and the
         folds of a checkpoint trained on one fold's training queries."""
         files = self.checkpoint_files(self.checkpoint(name)["base"])
-        teacher = self.teacher(name)
-        files += self.checkpoint_files(teacher) if teacher else []
+        files += [f for other in (self.teacher(name), self.head_from(name)) if other for f in self.checkpoint_files(other)]
         files += [path for _, paths in self.training_sources(name) for path in paths.values()]
         return files + ([self.fold_file(name)] if self.checkpoint(name).get("train_fold") else [])
 
@@ -115,11 +114,17 @@ class Experiment:
         """A fine-tuned checkpoint's distillation teacher (a checkpoint name), if it has one."""
         return training_config(self.config, name)["teacher"] if self.is_finetuned(name) else None
 
+    def head_from(self, name: str) -> str | None:
+        """The checkpoint a fine-tuned checkpoint's head starts from (training.head_from), if it names one."""
+        return training_config(self.config, name)["head_from"] if self.is_finetuned(name) else None
+
     def model_flags(self, name: str) -> str:
-        """A training job's --base and --teacher: the folders (or hub ids) it starts from and learns from."""
-        base, teacher = self.checkpoint(name)["base"], self.teacher(name)
+        """A training job's --base, --teacher and --head-from: the folders (or hub ids) it starts from, learns
+        from and takes its head from."""
+        base, teacher, head_from = self.checkpoint(name)["base"], self.teacher(name), self.head_from(name)
         return f"--base {shlex.quote(self.checkpoint_ref(base))}" + (
-            f" --teacher {shlex.quote(self.checkpoint_ref(teacher))}" if teacher else "")
+            f" --teacher {shlex.quote(self.checkpoint_ref(teacher))}" if teacher else "") + (
+            f" --head-from {shlex.quote(self.checkpoint_ref(head_from))}" if head_from else "")
 
     def fold_file(self, name: str) -> str:
         """The folds JSON of a per-fold checkpoint's collection."""

@@ -53,6 +53,13 @@ def test_names_must_exist_in_the_registries(tmp_path):
         cfg.load_config(extra)
 
 
+def test_a_training_setting_naming_a_checkpoint_must_name_a_known_one(tmp_path):
+    extra = tmp_path / "bad.yaml"
+    extra.write_text(yaml.safe_dump({"radboud": {"training": {"head_from": "nobody"}}}))
+    with pytest.raises(cfg.ConfigError, match=r"checkpoints/radboud-baseline-g1-f1/training/head_from: unknown checkpoint 'nobody'"):
+        cfg.load_config(extra)
+
+
 def test_ntnu_distilled_cells_name_rows_and_models(tmp_path):
     extra = tmp_path / "bad.yaml"
     extra.write_text(yaml.safe_dump({"ntnu": {"collection": "beir/scifact/test", "tables": {"ntnu_5_6": {

@@ -377,6 +377,8 @@ def test_soft_labels_mix_a_calibrated_bi_encoder_into_the_judgments(scifact, tin
     meta = models.read_meta(out)
     teacher = meta["teacher"]
     assert teacher["head"] == "bi_encoder" and teacher["weight"] == 0.5 and set(teacher["calibration"]) == {"a", "b"}
+    # the teacher's own held-out MRR, per source too, beside the student's
+    assert 0 < teacher["validation_mrr"] <= 1 and set(teacher["validation_mrr_by_source"]) == {source.name}
     # soft targets: the label prior is the mean target row, strictly inside (0, 1) on both sides
     assert 0 < meta["validation"]["prior_loss"] < math.log(2) + 0.1
     with pytest.raises(ValueError, match="soft_labels objective"):
@@ -392,6 +394,35 @@ def test_calibration_fits_a_logistic_regression_on_the_labels():
     a, b = calibrate(cosine, labels)
     p = torch.sigmoid(a * cosine.double() + b)
     assert a > 0 and abs(float(p.mean()) - 0.5) < 1e-4  # the fitted mean probability is the label rate
+
+
+def test_a_carried_head_ranks_as_the_two_way_head_did(scifact, tiny_model_dir, tmp_path):
+    """head_from: a regression head starts as an affine map of the two-way head's log-odds (the same
+    ranking, fitted to squared error); a two-way objective gets the two-way head itself."""
+    from reranker.train import batched_logits, carry_head, encode, load_task
+
+    cpu, donor_dir = torch.device("cpu"), str(tiny_model_dir)
+    donor = models.load_classifier(donor_dir, seed=3)  # its seeded two-way head
+    source, _ = with_qids(scifact, split(scifact)[0][:20], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "objective": "regression", "grade_values": (0.0, 1.0),
+                               "max_pairs": 40, "head_from": donor_dir})
+    student, examples, objective = load_task(donor_dir, [source], config, cpu, fresh=True)
+    data = encode(student.tokenizer, examples, "pairs", objective, MAX_LENGTH)
+    record = carry_head(student, donor_dir, data, objective, 0, cpu, torch.float32, config.seed)
+    assert record["copied"] is False and record["pairs"] == len(data.ids) and len(record["alpha"]) == 1
+    two_way = batched_logits(donor.model, data, 2, 0, cpu, torch.float32)
+    log_odds = two_way[:, donor.relevant_index] - two_way[:, 1 - donor.relevant_index]
+    carried = batched_logits(student.model, data, 1, 0, cpu, torch.float32)[:, 0]
+    torch.testing.assert_close(carried, record["alpha"][0] * log_odds + record["beta"][0], atol=1e-4, rtol=1e-4)
+    # the fit starts from the label prior and only descends: no worse than the prior on the pairs it saw
+    assert objective.loss(carried[:, None], data.targets) <= objective.prior_loss(data.targets, data.targets) + 1e-6
+
+    binary = TrainingConfig(**{**SHORT.as_dict(), "head_from": donor_dir})
+    student, examples, objective = load_task(donor_dir, [source], binary, cpu, fresh=True)
+    assert carry_head(student, donor_dir, data, objective, 0, cpu, torch.float32, 7)["copied"] is True
+    torch.testing.assert_close(student.model.classifier.weight, donor.model.classifier.weight)
+    with pytest.raises(ValueError, match="task mlm"):
+        TrainingConfig(**{**SHORT.as_dict(), "task": "mlm", "head_from": donor_dir})
 
 
 def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(scifact, tiny_model_dir, tmp_path):

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 # logits, how many candidates a wildcard asks for), threads, and --no-cache where a job's own time is
 # the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
-                 "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--cache",
+                 "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--head-from",
+                 "--cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
@@ -105,6 +106,17 @@ def test_rows_and_lineage_of_the_quick_profile():
     caption = experiment.plugins["birch"].caption()
     assert "paraphrase-MiniLM-L3-v2" in caption and "top 5 documents" in caption  # the config actually used
     assert experiment.fold_overrides("cranfield", "bm25_rm3") and not experiment.fold_overrides("vaswani", "bm25_rm3")
+
+
+def test_a_carried_head_is_a_declared_input_and_its_folder_a_flag(tmp_path):
+    layer = tmp_path / "carry.yaml"
+    layer.write_text(yaml.safe_dump({"radboud": {"training": {"head_from": "scifact"}}}))
+    experiment = Experiment(load_config(profile_files("quick") + [layer]))
+    name = "radboud-regression-binary-g1-f1"
+    assert experiment.head_from(name) == "scifact"
+    assert set(experiment.checkpoint_files("scifact")) <= set(experiment.training_inputs(name))
+    assert f"--head-from {experiment.checkpoint_ref('scifact')}" in experiment.model_flags(name)
+    assert experiment.head_from("scifact") is None and "--head-from" not in experiment.model_flags("scifact")
 
 
 def test_first_stages_come_from_the_configuration_not_from_names_in_code(tmp_path):
