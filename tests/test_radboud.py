@@ -127,3 +127,16 @@ def test_radboud_section_expands_into_per_fold_checkpoints():
     assert experiment.job_threads(radboud_checkpoint("baseline", 1, "2")) == section["threads"]
     assert experiment.job_threads("radboud-pretrain-mlm") == section["threads"]
     assert experiment.job_threads("scifact") == config["threads"]
+
+
+def test_carry_head_starts_every_variant_from_the_bases_head_and_no_pretraining(tmp_path):
+    layer = tmp_path / "carry.yaml"
+    layer.write_text("radboud: {carry_head: true}\n")
+    config = load_config([layer])
+    section = config["radboud"]
+    for variant in section["variants"]:
+        assert config["checkpoints"][radboud_checkpoint(variant, 1, "2")]["training"]["head_from"] == section["base"]
+    assert not any(config["checkpoints"]["radboud-pretrain-" + name]["training"].get("head_from")
+                   for name in section["pretraining"])
+    assert "starts from the base's trained two-way head" in Experiment(config).plugins["radboud"].caption("radboud_3_4")
+    assert "two-way head" not in Experiment(load_config()).plugins["radboud"].caption("radboud_3_4")

@@ -18,6 +18,9 @@ from reranker.registry import FIRST_STAGES
 # reads the same wherever the table is rebuilt.
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
                    "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+# How every row's head starts under radboud: carry_head, in a caption's words (without it, as results/radboud.md says).
+CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way head (copied, or for another head an "
+                      "affine map of its log-odds fitted on training pairs); ")
 # The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.
 CHECKPOINT_PREFIX = "radboud-"
 
@@ -54,11 +57,14 @@ def generated_checkpoints(config: Mapping) -> dict:
         entries[pretrained_checkpoint(name)] = {
             "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
             "mix": False, "threads": section["threads"], "training": merge(section.get("training", {}), spec["training"])}
+    # carry_head: every variant starts from the base's two-way head, as the baseline does (pre-trainings
+    # train no relevance head, so they have none to carry)
+    carried = {"head_from": section["base"]} if section.get("carry_head") else {}
     for name, spec in section.get("variants", {}).items():
         base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
         for point, values in enumerate(section["grid"], start=1):
             for fold in section["folds"]:
-                training = merge(merge(section.get("training", {}), values), spec.get("training", {}))
+                training = merge(merge(merge(section.get("training", {}), carried), values), spec.get("training", {}))
                 entries[radboud_checkpoint(name, point, fold)] = {
                     "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
                     "train_fold": fold, "threads": section["threads"], "training": training}
@@ -173,7 +179,8 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
                 f"(max length {training['max_length']}, batch {training['batch_size']}, "
                 f"{training['negatives_per_positive']} negatives per positive from the top {training['negatives_depth']}, "
                 f"the step with the lowest held-out loss on {training['validation_fraction']:.0%} of the training queries); "
-                f"grid: {grid}. Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
+                f"{CARRIED_HEAD_WORDS if section.get('carry_head') else ''}grid: {grid}. "
+                f"Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
                 f"nDCG gains: Cranfield's codes mapped by collections.yaml `grades` (1 complete answer -> 4 .. "
                 f"4 minimum interest -> 1, -1 -> 0); nDCG@20 (thesis): the thesis' own measure, the -1 document "
                 f"counted as a complete answer (reranker/measures/radboud.py).")
