@@ -40,6 +40,11 @@ def length_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int | 
     return batches
 
 
+def pad_id(tokenizer: Any) -> int:
+    """The id batches are padded with: the tokenizer's pad token, else 0 (masked out either way)."""
+    return 0 if tokenizer.pad_token_id is None else int(tokenizer.pad_token_id)
+
+
 def pad_batch(ids: Sequence[Sequence[int]], types: Sequence[Sequence[int]], pad_id: int,
               device: torch.device) -> dict[str, torch.Tensor]:
     """input_ids, token_type_ids and attention_mask (int64) of a batch, on `device`.

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from reranker.batching import pad_batch
+from reranker.batching import pad_batch, pad_id
 from reranker.models import LOADERS, mean_pool
 
 
@@ -78,11 +78,11 @@ def embed(model: Any, tokenizer: Any, texts: Sequence[str], max_length: int, bat
     types = [[0] * len(row) for row in ids]
     vectors = torch.empty((len(ids), model.config.hidden_size))
     order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))
-    pad_id = 0 if tokenizer.pad_token_id is None else int(tokenizer.pad_token_id)
+    pad = pad_id(tokenizer)
     with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            batch = pad_batch([ids[i] for i in rows], [types[i] for i in rows], pad_id, device)
+            batch = pad_batch([ids[i] for i in rows], [types[i] for i in rows], pad, device)
             hidden = model(**batch).last_hidden_state
             vectors[rows] = mean_pool(hidden.float(), batch["attention_mask"]).cpu()
     return torch.nn.functional.normalize(vectors, dim=1)

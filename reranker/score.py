@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from reranker.batching import length_batches, pad_batch, tokenize_pairs
+from reranker.batching import length_batches, pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config, add_files
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
@@ -137,8 +137,7 @@ class Scorer:
             # against 12k cold and 19-20k warm with PyTorch's own flash/efficient kernels.
             torch.backends.cuda.enable_cudnn_sdp(False)
         classifier.model.to(self.device)
-        pad = classifier.tokenizer.pad_token_id
-        self.pad_id = 0 if pad is None else int(pad)
+        self.pad_id = pad_id(classifier.tokenizer)
         self.fast_path = classifier.head != "bi_encoder" and supports_fast_path(classifier.model)
 
     @property

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from reranker import hardware, models
-from reranker.batching import pad_batch, tokenize_pairs
+from reranker.batching import pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.formats.atomic import atomic_dir, write_lines
@@ -989,16 +989,15 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
 
-        pad = classifier.tokenizer.pad_token_id
-        pad_id = 0 if pad is None else int(pad)
+        pad = pad_id(classifier.tokenizer)
         if objective is None:
-            task = masked_lm_task(classifier, examples[0], pad_id, device, dtype)
+            task = masked_lm_task(classifier, examples[0], pad, device, dtype)
         else:
-            task = pair_task(classifier, sources, examples, objective, config, pad_id, device, dtype, meta)
+            task = pair_task(classifier, sources, examples, objective, config, pad, device, dtype, meta)
             if config.head_from is not None:
-                meta["head_from"] = carry_head(classifier, config.head_from, task.data, objective, pad_id, device,
+                meta["head_from"] = carry_head(classifier, config.head_from, task.data, objective, pad, device,
                                                dtype, config.seed)
-        loop = Loop.begin(classifier.model, task, config, pad_id, device, dtype, out_dir, inputs_key(meta))
+        loop = Loop.begin(classifier.model, task, config, pad, device, dtype, out_dir, inputs_key(meta))
         loop.run()
     publish(out_dir, classifier, loop, meta, precision, started, usage)
     return out_dir
