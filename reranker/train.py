@@ -609,7 +609,10 @@ def carry_head(classifier: models.Classifier, source: str, data: Encoded, object
     generator = torch.Generator().manual_seed(seed)  # its own: the training RNG is left as it was
     rows = torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist()
     sample = subset(data, rows)
+    was_training = classifier.model.training
+    classifier.model.eval()  # no dropout in the log-odds the map is fitted to
     scores = batched_logits(classifier.model, sample, objective.outputs, pad_id, device, dtype)[:, 0]
+    classifier.model.train(was_training)
     alpha, beta = carried_map(objective, scores, sample.targets)
     with torch.no_grad():
         head.weight.copy_((alpha[:, None] * log_odds[None, :]).to(head.weight))
