@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -39,7 +38,7 @@ from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.runs import read_run, top_k_docs
-from reranker.formats.segments import Unit, passage_units, title_and_body, write_segments
+from reranker.formats.segments import SentenceSplitter, Unit, count_tokens, passage_units, sentence_units, title_and_body, write_segments
 from reranker.formats.text import file_sha256, meta_path
 from reranker.formats.topics import read_topics_tsv
 
@@ -48,31 +47,6 @@ SPECIAL_TOKENS = 3  # [CLS] query [SEP] text [SEP]
 # The bert-base-uncased WordPiece vocabulary, which every configured checkpoint uses.
 DEFAULT_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 MIN_BUDGET = 8
-
-
-WORD = re.compile(r"\w")
-
-
-class SentenceSplitter:
-    name = "pysbd"
-
-    def __init__(self, language: str = "en"):
-        import pysbd
-
-        self.version = pysbd.__version__
-        self.language = language
-        self._segmenter = pysbd.Segmenter(language=language, clean=False)
-
-    def split(self, text: str) -> list[str]:
-        text = " ".join(text.split())
-        if not text:
-            return []
-        # Punctuation-only pieces (Cranfield's stray " .") are no evidence, only scoring cost.
-        return [s for s in (s.strip() for s in self._segmenter.segment(text)) if WORD.search(s)]
-
-
-def count_tokens(tokenizer: Any, text: str) -> int:
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def token_budget(tokenizer: Any, queries: Iterable[str], max_length: int) -> int:
@@ -95,60 +69,6 @@ def token_budget(tokenizer: Any, queries: Iterable[str], max_length: int) -> int
         print(f"segment: {cut} of {len(lengths)} queries are longer than {max_length - SPECIAL_TOKENS - budget} tokens "
               f"(longest {longest}); the scorer truncates those queries, never a unit", file=sys.stderr)
     return budget
-
-
-def windows(text: str, tokenizer: Any, budget: int) -> list[str]:
-    """Cut text into consecutive word windows of at most `budget` tokens each (one window if it fits)."""
-    words = text.split()
-    if not words:
-        return []
-    # Tokenise once; a word's token count is the number of tokens that start inside it.
-    encoding = tokenizer(" ".join(words), add_special_tokens=False, return_offsets_mapping=True)
-    starts, position = [], 0
-    for word in words:
-        starts.append(position)
-        position += len(word) + 1
-    counts = [0] * len(words)
-    word_index = 0
-    for start, end in encoding["offset_mapping"]:
-        if end == start:
-            continue
-        while word_index + 1 < len(words) and start >= starts[word_index + 1]:
-            word_index += 1
-        counts[word_index] += 1
-    if sum(counts) <= budget:
-        return [" ".join(words)]
-    out: list[str] = []
-    first = 0
-    while first < len(words):
-        last, used = first, 0
-        while last < len(words) and (last == first or used + counts[last] <= budget):
-            used += counts[last]
-            last += 1
-        piece = " ".join(words[first:last])
-        # Per-word counts are exact for WordPiece; other tokenizers merge across spaces, so check.
-        while last - first > 1 and count_tokens(tokenizer, piece) > budget:
-            last -= 1
-            piece = " ".join(words[first:last])
-        if count_tokens(tokenizer, piece) > budget:  # a single word longer than the budget
-            out.extend(_cut_word(piece, tokenizer, budget))
-        else:
-            out.append(piece)
-        first = last
-    return out
-
-
-def _cut_word(word: str, tokenizer: Any, budget: int) -> list[str]:
-    offsets = tokenizer(word, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    cuts = [offsets[i][0] for i in range(0, len(offsets), budget)] + [len(word)]
-    return [word[a:b] for a, b in zip(cuts, cuts[1:]) if word[a:b]]
-
-
-def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitter,
-                   tokenizer: Any, budget: int) -> list[Unit]:
-    spans = splitter.split(title) + splitter.split(body)
-    texts = [piece for span in spans for piece in windows(span, tokenizer, budget)]
-    return [Unit(doc_id, i, text) for i, text in enumerate(texts or [""])]
 
 
 class Cut(NamedTuple):

@@ -45,7 +45,7 @@ from reranker.formats.errors import FormatError, InputError, exits_on_input_erro
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
-from reranker.formats.segments import passage_units, title_and_body
+from reranker.formats.segments import SentenceSplitter, passage_units, sentence_units, title_and_body
 from reranker.formats.text import file_sha256, open_text
 from reranker.formats.topics import read_topics_tsv
 from reranker.forward import cosines
@@ -60,7 +60,7 @@ CLIP_NORM = 1.0
 MIN_TEXT_TOKENS = 16
 SELECTIONS = ("best", "last")
 TRAINABLE = ("all", "head")
-UNITS = ("documents", "passages")
+UNITS = ("documents", "passages", "sentences")
 TEACHER_OBJECTIVES = ("distill", "soft_labels")
 PASSAGE_MARK = "#"  # a passage's text key: <doc_id>#<passage number>
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
@@ -224,6 +224,16 @@ def validation_queries(qrels: Qrels, train_qids: frozenset[str] | None, relevant
     return frozenset(random.Random(f"{seed}/validation/{name}").sample(candidates, count))
 
 
+def unit_cutter(config: TrainingConfig) -> Callable[[str, str, str], list]:
+    """How a document (doc_id, title, body) is cut into training units: the segment stage's passages, or
+    its pysbd sentences whole (a pair too long is truncated, where scoring cuts the sentence into windows)."""
+    if config.unit == "passages":
+        return lambda doc_id, title, body: passage_units(doc_id, title, body, config.passage_length,
+                                                         config.passage_stride, config.passage_title)
+    splitter = SentenceSplitter()
+    return lambda doc_id, title, body: sentence_units(doc_id, title, body, splitter)
+
+
 def load_source(source: Source, config: TrainingConfig) -> Examples:
     """Read a source's files, build its pairs and resolve them to (query text, document text, label)."""
     topics, qrels, run = read_topics_tsv(source.topics), read_qrels(source.qrels), read_run(source.run)
@@ -236,8 +246,8 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
                                   config.seed, source.name)
     trained = (source.train_qids if source.train_qids is not None else frozenset(qrels)) - held_out
     uncapped = dataclasses.replace(config, max_pairs=None)
-    passages = config.unit == "passages"  # the cap counts passage pairs: applied after the split
-    pairs = build_pairs(qrels, run, uncapped if passages else config, source.relevant_min_grade, trained)
+    split = config.unit != "documents"  # the cap counts passage (sentence) pairs: applied after the split
+    pairs = build_pairs(qrels, run, uncapped if split else config, source.relevant_min_grade, trained)
     validation = build_pairs(qrels, run, uncapped, source.relevant_min_grade, held_out)
     if not pairs:
         raise InputError(f"{source.name}: no training pairs (no query with a judgment of grade >= "
@@ -251,10 +261,9 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         raise InputError(f"{source.name}: queries {', '.join(qid_order(untitled)[:5])} of {source.qrels} "
                          f"have no topic in {source.topics}")
     raw_docs = read_docs(source.docs, {pair.doc_id for pair in pairs + validation})
-    if passages:
-        texts = {doc_id: [unit.text for unit in passage_units(doc_id, *title_and_body(*raw_docs[doc_id]), config.passage_length,
-                                                              config.passage_stride, config.passage_title)]
-                 for doc_id in raw_docs}
+    units_of = unit_cutter(config) if split else None
+    if split:
+        texts = {doc_id: [unit.text for unit in units_of(doc_id, *title_and_body(*raw_docs[doc_id]))] for doc_id in raw_docs}
         pairs, validation = capped(split_into_passages(pairs, texts), config), split_into_passages(validation, texts)
         docs = {passage_key(doc_id, i): text for doc_id, doc_texts in texts.items() for i, text in enumerate(doc_texts)}
     else:
@@ -285,8 +294,9 @@ def passage_key(doc_id: str, passage: int) -> str:
 
 
 def split_into_passages(pairs: Sequence[TrainingPair], texts: Mapping[str, Sequence[str]]) -> list[TrainingPair]:
-    """A document pair becomes one pair per passage (`texts`: each document's passages, as the segment
-    stage cuts them), with the document's label and level."""
+    """A document pair becomes one pair per passage or sentence (`texts`: each document's units, as the
+    segment stage cuts them), with the document's label and level: every unit of a relevant document is
+    relevant, noise that a teacher's soft label can temper."""
     return [pair._replace(doc_id=passage_key(pair.doc_id, i)) for pair in pairs for i in range(len(texts[pair.doc_id]))]
 
 

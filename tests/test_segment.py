@@ -13,6 +13,7 @@ import yaml
 from reranker import segment as seg
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.runs import read_run, sorted_docs, top_k_docs, write_run
+from reranker.formats.segments import windows
 from reranker.formats.text import meta_path
 from reranker.formats.topics import write_topics_tsv
 
@@ -106,10 +107,10 @@ def test_long_sentences_are_cut_into_windows_within_the_budget(inputs, tiny_mode
 
 def test_windows_cut_by_words_and_split_an_overlong_word(tokenizer):
     text = "the boundary layer " * 20 + "x" * 200 + " end"
-    pieces = seg.windows(text, tokenizer, budget=10)
+    pieces = windows(text, tokenizer, budget=10)
     assert all(seg.count_tokens(tokenizer, p) <= 10 for p in pieces)
     assert "".join(pieces).replace(" ", "") == text.replace(" ", "")
-    assert seg.windows("short sentence .", tokenizer, budget=10) == ["short sentence ."]
+    assert windows("short sentence .", tokenizer, budget=10) == ["short sentence ."]
 
 
 def test_passages_overlap_and_carry_the_title(inputs, tmp_path):
@@ -190,7 +191,7 @@ def test_a_query_longer_than_half_the_pair_is_truncated_never_the_unit(tokenizer
     long_query = " ".join(["boundary layer transition on a swept wing"] * 40)
     budget = seg.token_budget(tokenizer, [long_query, "short query"], max_length=64)
     assert budget == (64 - 3) // 2
-    unit = seg.windows(" ".join(["shock wave interaction"] * 40), tokenizer, budget)[0]
+    unit = windows(" ".join(["shock wave interaction"] * 40), tokenizer, budget)[0]
     assert seg.count_tokens(tokenizer, unit) <= budget
     scorer = Scorer(models.load_classifier(str(tiny_model_dir)), max_length=64)
     ids, types = scorer.tokenize([long_query], [unit])

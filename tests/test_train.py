@@ -340,6 +340,24 @@ def test_passage_pairs_carry_their_documents_label(scifact, tiny_model_dir, tmp_
     assert len(capped.pairs) == 25 and set(capped.pairs) <= set(passages.pairs)
 
 
+def test_sentence_pairs_are_the_segment_stages_sentences_with_their_documents_label(scifact, tmp_path):
+    """unit sentences: every pysbd sentence of a judged document (title first), whole, as segment cuts them."""
+    from reranker.formats.docs import read_docs
+    from reranker.formats.segments import SentenceSplitter, sentence_units, title_and_body
+
+    source, _ = with_qids(scifact, split(scifact)[0][:10], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "unit": "sentences", "max_pairs": None, "validation_fraction": 0.2})
+    documents = load_source(source, TrainingConfig(**{**config.as_dict(), "unit": "documents"}))
+    sentences = load_source(source, config)
+    raw = read_docs(source.docs, {p.doc_id for p in documents.pairs})
+    splitter = SentenceSplitter()
+    expected = [(p.qid, p.label, unit.text) for p in documents.pairs
+                for unit in sentence_units(p.doc_id, *title_and_body(*raw[p.doc_id]), splitter)]
+    assert [(p.qid, p.label, sentences.docs[p.doc_id]) for p in sentences.pairs] == expected
+    assert len(sentences.pairs) > 3 * len(documents.pairs) and sentences.record["unit"] == "sentences"
+    assert {p.qid for p in sentences.validation} == {p.qid for p in documents.validation}
+
+
 def test_head_only_training_leaves_the_encoder_as_it_was(scifact, tiny_model_dir, tmp_path):
     source, _ = with_qids(scifact, split(scifact)[0][:30], tmp_path)
     out = train(str(tiny_model_dir), source, tmp_path / "head", TrainingConfig(**{**SHORT.as_dict(), "trainable": "head"}))

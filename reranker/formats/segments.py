@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reranker.formats.atomic import write_lines
 from reranker.formats.docs import strip_markup
@@ -24,6 +26,31 @@ class Unit:
 
     def to_json(self) -> str:
         return json.dumps({"doc_id": self.doc_id, "unit": self.unit, "text": self.text}, ensure_ascii=False)
+
+
+WORD = re.compile(r"\w")
+
+
+class SentenceSplitter:
+    name = "pysbd"
+
+    def __init__(self, language: str = "en"):
+        import pysbd
+
+        self.version = pysbd.__version__
+        self.language = language
+        self._segmenter = pysbd.Segmenter(language=language, clean=False)
+
+    def split(self, text: str) -> list[str]:
+        text = " ".join(text.split())
+        if not text:
+            return []
+        # Punctuation-only pieces (Cranfield's stray " .") are no evidence, only scoring cost.
+        return [s for s in (s.strip() for s in self._segmenter.segment(text)) if WORD.search(s)]
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def title_and_body(title: str, text: str) -> tuple[str, str]:
@@ -45,6 +72,63 @@ def passage_units(doc_id: str, title: str, body: str, length: int, stride: int, 
         if start + length >= len(words):
             break
     return [Unit(doc_id, i, text) for i, text in enumerate(texts)]
+
+
+def windows(text: str, tokenizer: Any, budget: int) -> list[str]:
+    """Cut text into consecutive word windows of at most `budget` tokens each (one window if it fits)."""
+    words = text.split()
+    if not words:
+        return []
+    # Tokenise once; a word's token count is the number of tokens that start inside it.
+    encoding = tokenizer(" ".join(words), add_special_tokens=False, return_offsets_mapping=True)
+    starts, position = [], 0
+    for word in words:
+        starts.append(position)
+        position += len(word) + 1
+    counts = [0] * len(words)
+    word_index = 0
+    for start, end in encoding["offset_mapping"]:
+        if end == start:
+            continue
+        while word_index + 1 < len(words) and start >= starts[word_index + 1]:
+            word_index += 1
+        counts[word_index] += 1
+    if sum(counts) <= budget:
+        return [" ".join(words)]
+    out: list[str] = []
+    first = 0
+    while first < len(words):
+        last, used = first, 0
+        while last < len(words) and (last == first or used + counts[last] <= budget):
+            used += counts[last]
+            last += 1
+        piece = " ".join(words[first:last])
+        # Per-word counts are exact for WordPiece; other tokenizers merge across spaces, so check.
+        while last - first > 1 and count_tokens(tokenizer, piece) > budget:
+            last -= 1
+            piece = " ".join(words[first:last])
+        if count_tokens(tokenizer, piece) > budget:  # a single word longer than the budget
+            out.extend(_cut_word(piece, tokenizer, budget))
+        else:
+            out.append(piece)
+        first = last
+    return out
+
+
+def _cut_word(word: str, tokenizer: Any, budget: int) -> list[str]:
+    offsets = tokenizer(word, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    cuts = [offsets[i][0] for i in range(0, len(offsets), budget)] + [len(word)]
+    return [word[a:b] for a, b in zip(cuts, cuts[1:]) if word[a:b]]
+
+
+def sentence_units(doc_id: str, title: str, body: str, splitter: SentenceSplitter,
+                   tokenizer: Any = None, budget: int | None = None) -> list[Unit]:
+    """The title's then the body's sentences; with a tokenizer, each cut into word windows of at most
+    `budget` tokens (the segment stage's units); without, whole (training truncates a pair instead).
+    Shared by scoring (segment) and training."""
+    spans = splitter.split(title) + splitter.split(body)
+    texts = [piece for span in spans for piece in (windows(span, tokenizer, budget) if tokenizer is not None else [span])]
+    return [Unit(doc_id, i, text) for i, text in enumerate(texts or [""])]
 
 
 def write_segments(units: Iterable[Unit], path: str | os.PathLike) -> None:
