@@ -1,4 +1,5 @@
-"""Segments JSONL: `{"doc_id", "unit", "text"}` per line, the scoring units of each document."""
+"""Segments JSONL: `{"doc_id", "unit", "text"}` per line, the scoring units of each document; and how a
+document is cut into units (word passages, pysbd sentences), shared by the segment and train stages."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ WORD = re.compile(r"\w")
 
 
 class SentenceSplitter:
+    """pysbd's rule-based splitter on whitespace-collapsed text (it takes every line break for a boundary)."""
+
     name = "pysbd"
 
     def __init__(self, language: str = "en"):
