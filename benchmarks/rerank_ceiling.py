@@ -2,7 +2,7 @@
 its head (by grade, then in the run's order), the rest in the run's order, beside the run itself.
 
 Headroom for a reranker (issue 40's NTNU item): if BM25 is already near this ceiling, no reranker
-of its top R can show much. Measures by ir_measures on the run folder's own run and qrels.
+of its top R can show much. Measured as the evaluate stage measures, on the run folder's own run and qrels.
 
     python benchmarks/rerank_ceiling.py --run runs/x/work/runs/beir-scifact-test/bm25.run \
         --qrels runs/x/work/collections/beir-scifact-test/qrels.txt --depths 10 20 30 40 --measures RR@10 R@10
@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import ir_measures
-
+from reranker.evaluate import evaluate
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
 
@@ -34,19 +33,11 @@ def oracle(run: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]], d
 
 def table(run_path: Path, qrels_path: Path, depths: list[int], measures: list[str]) -> str:
     run, qrels = read_run(run_path), read_qrels(qrels_path)
-    parsed = [ir_measures.parse_measure(m) for m in measures]
-    qrels_rows = [ir_measures.Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
-
-    def means(scores: dict[str, dict[str, float]]) -> dict:
-        rows = [ir_measures.ScoredDoc(q, d, s) for q, docs in scores.items() for d, s in docs.items()]
-        return ir_measures.calc_aggregate(parsed, qrels_rows, rows)
-
     lines = ["| run | " + " | ".join(measures) + " |", "|---|" + "---|" * len(measures)]
-    base = means(run)
-    lines.append(f"| {run_path.stem} | " + " | ".join(f"{base[m]:.4f}" for m in parsed) + " |")
-    for depth in depths:
-        best = means(oracle(run, qrels, depth))
-        lines.append(f"| its top {depth} perfectly reranked | " + " | ".join(f"{best[m]:.4f}" for m in parsed) + " |")
+    rows = [(run_path.stem, run)] + [(f"its top {depth} perfectly reranked", oracle(run, qrels, depth)) for depth in depths]
+    for label, scores in rows:
+        means = evaluate(scores, qrels, measures).aggregate  # the evaluate stage's own measures
+        lines.append(f"| {label} | " + " | ".join(f"{means[m]:.4f}" for m in measures) + " |")
     return "\n".join(lines)
 
 
