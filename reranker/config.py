@@ -153,6 +153,10 @@ def validate(config: Mapping) -> None:
     _check_references(config)
 
 
+# Training settings that name another checkpoint: a name it must know, a train job's input, a flag's folder.
+CHECKPOINT_SETTINGS = ("teacher", "head_from")
+
+
 def _check_references(config: Mapping) -> None:
     """Names that must exist in a registry: the schema cannot say so."""
     collections, checkpoints = config["collections"], config["checkpoints"]
@@ -173,7 +177,7 @@ def _check_references(config: Mapping) -> None:
         more_problems, more_used = check(config)
         problems, used = problems + more_problems, used + more_used
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
-    for setting in ("teacher", "head_from"):  # checkpoints a training setting names
+    for setting in CHECKPOINT_SETTINGS:
         used += [(f"checkpoints/{name}/training/{setting}", entry["training"][setting]) for name, entry in checkpoints.items()
                  if (entry.get("training") or {}).get(setting)]
         used += [(f"training/{setting}", config["training"][setting])] if config["training"].get(setting) else []

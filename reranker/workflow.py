@@ -10,7 +10,7 @@ from functools import cached_property
 
 from reranker import experiments
 from reranker import settings as stage_settings
-from reranker.config import checkpoint_config, slug, training_config
+from reranker.config import CHECKPOINT_SETTINGS, checkpoint_config, slug, training_config
 from reranker.formats.layout import Layout
 from reranker.registry import FIRST_STAGES
 
@@ -106,25 +106,29 @@ class Experiment:
         """Files a training job reads: its base's marker (if fine-tuned), each source's files, and the
         folds of a checkpoint trained on one fold's training queries."""
         files = self.checkpoint_files(self.checkpoint(name)["base"])
-        files += [f for other in (self.teacher(name), self.head_from(name)) if other for f in self.checkpoint_files(other)]
+        files += [f for other in self.named_checkpoints(name).values() for f in self.checkpoint_files(other)]
         files += [path for _, paths in self.training_sources(name) for path in paths.values()]
         return files + ([self.fold_file(name)] if self.checkpoint(name).get("train_fold") else [])
 
-    def teacher(self, name: str) -> str | None:
-        """A fine-tuned checkpoint's distillation teacher (a checkpoint name), if it has one."""
-        return training_config(self.config, name)["teacher"] if self.is_finetuned(name) else None
+    def named_checkpoints(self, name: str) -> dict[str, str]:
+        """The checkpoints a fine-tuned checkpoint's training settings name (config.CHECKPOINT_SETTINGS: its
+        teacher, the checkpoint its head starts from), by setting."""
+        if not self.is_finetuned(name):
+            return {}
+        training = training_config(self.config, name)
+        return {setting: training[setting] for setting in CHECKPOINT_SETTINGS if training[setting]}
 
     def head_from(self, name: str) -> str | None:
         """The checkpoint a fine-tuned checkpoint's head starts from (training.head_from), if it names one."""
-        return training_config(self.config, name)["head_from"] if self.is_finetuned(name) else None
+        return self.named_checkpoints(name).get("head_from")
 
     def model_flags(self, name: str) -> str:
-        """A training job's --base, --teacher and --head-from: the folders (or hub ids) it starts from, learns
+        """A training job's --base, and --teacher / --head-from: the folders (or hub ids) it starts from, learns
         from and takes its head from."""
-        base, teacher, head_from = self.checkpoint(name)["base"], self.teacher(name), self.head_from(name)
-        return f"--base {shlex.quote(self.checkpoint_ref(base))}" + (
-            f" --teacher {shlex.quote(self.checkpoint_ref(teacher))}" if teacher else "") + (
-            f" --head-from {shlex.quote(self.checkpoint_ref(head_from))}" if head_from else "")
+        flags = [f"--base {shlex.quote(self.checkpoint_ref(self.checkpoint(name)['base']))}"]
+        flags += [f"--{setting.replace('_', '-')} {shlex.quote(self.checkpoint_ref(other))}"
+                  for setting, other in self.named_checkpoints(name).items()]
+        return " ".join(flags)
 
     def fold_file(self, name: str) -> str:
         """The folds JSON of a per-fold checkpoint's collection."""
