@@ -1158,14 +1158,14 @@ def main(argv: list[str] | None = None) -> int:
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
-    from reranker.config import checkpoint_config, collection_config, load_config
+    from reranker.config import CHECKPOINT_SETTINGS, checkpoint_config, collection_config, load_config
 
     flags = {field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values() if getattr(args, field) is not None}
     if args.bucketed is not None:
         flags["bucketed"] = args.bucketed
     if args.config or args.checkpoint:  # settings from the configuration alone
-        teacher = flags.pop("teacher", None)  # with --config, a folder the rule hands, as --base
-        head_from = flags.pop("head_from", None)  # the same
+        # with --config, the folders the rule hands for the checkpoints the settings name, as --base
+        folders = {setting: flags.pop(setting, None) for setting in CHECKPOINT_SETTINGS}
         if not args.checkpoint or flags or args.mix or args.relevant_min_grade is not None:
             raise SystemExit("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
                              "--base, --teacher and --head-from, the folders of the checkpoints it names): its settings "
@@ -1184,13 +1184,13 @@ def main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-        if settings.get("teacher"):  # a checkpoint name of the configuration: its folder or id, and its head
-            entry = checkpoint_config(config, settings["teacher"])
-            settings["teacher"] = teacher or fetched_model(entry, settings["teacher"], "--teacher")
-            settings["teacher_head"] = settings["teacher_head"] or (entry.get("head") if entry["source"] == "hf" else None)
-        if settings.get("head_from"):
-            settings["head_from"] = head_from or fetched_model(checkpoint_config(config, settings["head_from"]),
-                                                               settings["head_from"], "--head-from")
+        for setting in CHECKPOINT_SETTINGS:  # a checkpoint name of the configuration: its folder or id
+            if settings.get(setting):
+                entry = checkpoint_config(config, settings[setting])
+                settings[setting] = folders[setting] or fetched_model(entry, settings[setting],
+                                                                      f"--{setting.replace('_', '-')}")
+                if setting == "teacher":  # and the teacher's head
+                    settings["teacher_head"] = settings["teacher_head"] or (entry.get("head") if entry["source"] == "hf" else None)
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
