@@ -153,8 +153,9 @@ def validate(config: Mapping) -> None:
     _check_references(config)
 
 
-# Training settings that name another checkpoint: a name it must know, a train job's input, a flag's folder.
-CHECKPOINT_SETTINGS = ("teacher", "head_from")
+# Training settings that name another checkpoint: a name it must know, a train job's input, a flag's folder;
+# each with the setting that holds the head a hub checkpoint is loaded with (None: it is loaded as it is).
+CHECKPOINT_SETTINGS = {"teacher": "teacher_head", "head_from": None, "positive_filter": "positive_filter_head"}
 
 
 def _check_references(config: Mapping) -> None:

@@ -62,6 +62,7 @@ SELECTIONS = ("best", "last")
 TRAINABLE = ("all", "head")
 UNITS = ("documents", "passages", "sentences")
 TEACHER_OBJECTIVES = ("distill", "soft_labels")
+POSITIVES = ("all", "best")
 PASSAGE_MARK = "#"  # a passage's text key: <doc_id>#<passage number>
 BUCKET_BATCHES = 50  # batches per sorted window: similar lengths within a batch, random order across
 HEAD_FIT_PAIRS = 512  # training pairs a carried head's map is fitted on: a forward pass each, 2 numbers per output
@@ -85,6 +86,14 @@ class _Settings:
             raise InputError(f"a teacher goes with the {' or '.join(TEACHER_OBJECTIVES)} objective: give both or neither")
         if self.head_from is not None and self.task == "mlm":
             raise InputError("head_from carries a relevance head: task mlm trains none")
+        if self.positives not in POSITIVES:
+            raise InputError(f"positives must be one of {', '.join(POSITIVES)}, not {self.positives!r}")
+        if (self.positives == "best") != (self.positive_filter is not None):
+            raise InputError("a positive_filter goes with positives: best (it picks each relevant document's best unit): "
+                             "give both or neither")
+        if self.positives == "best" and (self.unit == "documents" or self.task != "rank"):
+            raise InputError("positives: best picks among a relevant document's units: it needs task rank and unit "
+                             "passages or sentences")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainingConfig:
@@ -264,11 +273,12 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
     units_of = unit_cutter(config) if split else None
     if split:
         texts = {doc_id: [unit.text for unit in units_of(doc_id, *title_and_body(*raw_docs[doc_id]))] for doc_id in raw_docs}
-        pairs, validation = capped(split_into_passages(pairs, texts), config), split_into_passages(validation, texts)
+        pairs, validation = split_into_passages(pairs, texts), split_into_passages(validation, texts)
+        if config.positives == "all":  # else capped once the filter has left out the other units (best_units)
+            pairs = capped(pairs, config)
         docs = {passage_key(doc_id, i): text for doc_id, doc_texts in texts.items() for i, text in enumerate(doc_texts)}
     else:
         docs = {doc_id: " ".join(part for part in title_text if part) for doc_id, title_text in raw_docs.items()}
-    positives = sum(pair.label for pair in pairs)
     record = {
         "name": source.name,
         "files": {kind: str(path) for kind, path in source.files().items()},
@@ -279,18 +289,25 @@ def load_source(source: Source, config: TrainingConfig) -> Examples:
         "unit": config.unit,
         "levels": sorted({pair.level for pair in pairs + validation}),
         "queries": len(qids),
-        "pairs": len(pairs),
-        "positives": positives,
-        "negatives": len(pairs) - positives,
+        **pair_counts(pairs, validation),
         "validation_queries": len(held_out),
-        "validation_pairs": len(validation),
-        "validation_positives": sum(pair.label for pair in validation),
     }
     return Examples(pairs, validation, topics, docs, record)
 
 
+def pair_counts(pairs: Sequence[TrainingPair], validation: Sequence[TrainingPair]) -> dict[str, int]:
+    positives = sum(pair.label for pair in pairs)
+    return {"pairs": len(pairs), "positives": positives, "negatives": len(pairs) - positives,
+            "validation_pairs": len(validation), "validation_positives": sum(pair.label for pair in validation)}
+
+
 def passage_key(doc_id: str, passage: int) -> str:
     return f"{doc_id}{PASSAGE_MARK}{passage}"
+
+
+def unit_document(key: str) -> str:
+    """The document of a passage (sentence) key."""
+    return key.rsplit(PASSAGE_MARK, 1)[0]
 
 
 def split_into_passages(pairs: Sequence[TrainingPair], texts: Mapping[str, Sequence[str]]) -> list[TrainingPair]:
@@ -553,6 +570,53 @@ def teacher_cosines(teacher: models.Classifier, examples: Sequence[Examples], sp
         return torch.empty(0)
     return cosines(teacher.model, teacher.tokenizer, [ex.topics[p.qid] for ex, p in pairs],
                    [ex.docs[p.doc_id] for ex, p in pairs], max_length, 64, next(teacher.model.parameters()).device, dtype)
+
+
+def relevance_scores(scorer: models.Classifier, queries: Sequence[str], texts: Sequence[str], max_length: int,
+                     dtype: torch.dtype) -> torch.Tensor:
+    """A checkpoint's relevance score of each (query, text): a bi-encoder's cosine, a two-way classifier's log-odds."""
+    device = next(scorer.model.parameters()).device
+    if scorer.head == "bi_encoder":
+        return cosines(scorer.model, scorer.tokenizer, queries, texts, max_length, 64, device, dtype)
+    if scorer.n_logits != 2:
+        raise models.CheckpointError(f"a filter needs a two-way head or a bi-encoder, {scorer.source} has "
+                                     f"{scorer.n_logits} logit(s)")
+    ids, types = tokenize_pairs(scorer.tokenizer, queries, texts, "only_second", max_length)
+    logits = batched_logits(scorer.model, Encoded(ids, types, torch.empty(0), []), 2, pad_id(scorer.tokenizer),
+                            device, dtype)
+    return logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
+
+
+def best_units(examples: Sequence[Examples], config: TrainingConfig, device: torch.device,
+               dtype: torch.dtype) -> tuple[list[Examples], dict[str, Any]]:
+    """Cleaner positives (positives: best): of each relevant document's units only the one the filter
+    checkpoint scores highest stays a positive; its other units are left out, neither positive (they may
+    not be relevant) nor negative (they may be). Held-out pairs alike, so that the kept step is chosen on
+    the same task; the cap on training pairs is applied after."""
+    scorer = models.load_classifier(config.positive_filter, head=config.positive_filter_head, device=device)
+    kept, record = [], {"checkpoint": str(config.positive_filter), "head": scorer.head,
+                        "fingerprint": scorer.fingerprint}
+    for example in examples:
+        splits = {}
+        for split in ("pairs", "validation"):
+            pairs = getattr(example, split)
+            positive = [pair for pair in pairs if pair.label]
+            scores = relevance_scores(scorer, [example.topics[p.qid] for p in positive],
+                                      [example.docs[p.doc_id] for p in positive], config.max_length, dtype).tolist()
+            best: dict[tuple[str, str], tuple[float, str]] = {}
+            for pair, score in zip(positive, scores):
+                key = (pair.qid, unit_document(pair.doc_id))
+                if key not in best or score > best[key][0]:  # the first unit wins a tie
+                    best[key] = (score, pair.doc_id)
+            chosen = {(qid, unit) for (qid, _), (_, unit) in best.items()}
+            splits[split] = [pair for pair in pairs if not pair.label or (pair.qid, pair.doc_id) in chosen]
+        pairs = capped(splits["pairs"], config)
+        left_out = {"pairs": len(example.pairs) - len(splits["pairs"]),
+                    "validation_pairs": len(example.validation) - len(splits["validation"])}
+        kept.append(example._replace(pairs=pairs, validation=splits["validation"], record={
+            **example.record, **pair_counts(pairs, splits["validation"]), "positives_left_out": left_out}))
+    del scorer
+    return kept, record
 
 
 def soft_labels(teacher: models.Classifier, examples: Sequence[Examples], data: Encoded, held_out: Encoded,
@@ -997,7 +1061,12 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
         base_meta = models.read_meta(base) if Path(base).is_dir() else {}
         fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
         classifier, examples, objective = load_task(base, sources, config, device, fresh)
+        filtered = None
+        if config.positives == "best":
+            examples, filtered = best_units(examples, config, device, dtype)
         meta = checkpoint_meta(base, classifier, objective, fresh, examples, config)
+        if filtered:
+            meta["positive_filter"] = filtered
         if is_complete(out_dir) and _inputs(models.read_meta(out_dir)) == _inputs(meta):
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
@@ -1105,7 +1174,8 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
     "--task": ("task", str), "--objective": ("objective", str), "--enrich": ("enrich", str),
     "--nsp-pairs": ("nsp_pairs", str), "--unit": ("unit", str), "--trainable": ("trainable", str),
     "--teacher": ("teacher", str), "--teacher-head": ("teacher_head", str), "--teacher-weight": ("teacher_weight", float),
-    "--head-from": ("head_from", str),
+    "--head-from": ("head_from", str), "--positives": ("positives", str), "--positive-filter": ("positive_filter", str),
+    "--positive-filter-head": ("positive_filter_head", str),
 }
 
 
@@ -1184,13 +1254,13 @@ def main(argv: list[str] | None = None) -> int:
         grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
                   for s in sources if s.name in config["collections"]}
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
-        for setting in CHECKPOINT_SETTINGS:  # a checkpoint name of the configuration: its folder or id
+        for setting, head in CHECKPOINT_SETTINGS.items():  # a checkpoint name of the configuration: its folder or id
             if settings.get(setting):
                 entry = checkpoint_config(config, settings[setting])
                 settings[setting] = folders[setting] or fetched_model(entry, settings[setting],
                                                                       f"--{setting.replace('_', '-')}")
-                if setting == "teacher":  # and the teacher's head
-                    settings["teacher_head"] = settings["teacher_head"] or (entry.get("head") if entry["source"] == "hf" else None)
+                if head:  # and the head a hub checkpoint declares
+                    settings[head] = settings[head] or (entry.get("head") if entry["source"] == "hf" else None)
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
                 raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "

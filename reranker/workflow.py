@@ -112,7 +112,7 @@ class Experiment:
 
     def named_checkpoints(self, name: str) -> dict[str, str]:
         """The checkpoints a fine-tuned checkpoint's training settings name (config.CHECKPOINT_SETTINGS: its
-        teacher, the checkpoint its head starts from), by setting."""
+        teacher, the checkpoint its head starts from, its positives' filter), by setting."""
         if not self.is_finetuned(name):
             return {}
         training = training_config(self.config, name)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from reranker import models
+from reranker.batching import tokenize_pairs
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import read_qrels, write_qrels
 from reranker.formats.runs import read_run, write_run
@@ -20,8 +21,10 @@ from reranker.train import (
     LOG_FILE,
     PLOT_FILE,
     VALIDATION_FILE,
+    Encoded,
     Source,
     TrainingConfig,
+    batched_logits,
     build_pairs,
     epoch_batches,
     load_source,
@@ -338,6 +341,45 @@ def test_passage_pairs_carry_their_documents_label(scifact, tiny_model_dir, tmp_
     assert {p.qid for p in passages.validation} == {p.qid for p in documents.validation}
     capped = load_source(source, TrainingConfig(**{**config.as_dict(), "max_pairs": 25}))
     assert len(capped.pairs) == 25 and set(capped.pairs) <= set(passages.pairs)
+
+
+def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact, tiny_model_dir, tmp_path):
+    """positives best: of a relevant document's passages only the filter's top one stays (scored here on
+    its own by the filter's two-way head), the others are left out; negatives all stay; the cap comes after."""
+    from reranker.train import best_units, unit_document
+
+    source, _ = with_qids(scifact, split(scifact)[0][:20], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "unit": "passages", "passage_length": 40, "passage_stride": 20,
+                               "max_pairs": None, "validation_fraction": 0.2, "positives": "best",
+                               "positive_filter": str(tiny_model_dir)})
+    every = load_source(source, TrainingConfig(**{**config.as_dict(), "positives": "all", "positive_filter": None}))
+    kept, record = best_units([load_source(source, config)], config, torch.device("cpu"), torch.float32)
+    assert record["checkpoint"] == str(tiny_model_dir) and record["fingerprint"]
+    scorer = models.load_classifier(str(tiny_model_dir))
+    for split_name in ("pairs", "validation"):
+        before, after = getattr(every, split_name), getattr(kept[0], split_name)
+        assert [p for p in after if not p.label] == [p for p in before if not p.label]
+        documents = {(p.qid, unit_document(p.doc_id)) for p in before if p.label}
+        positives = [p for p in after if p.label]
+        assert sorted((p.qid, unit_document(p.doc_id)) for p in positives) == sorted(documents)  # one each
+        for pair in positives:
+            units = [p.doc_id for p in before if p.label and p.qid == pair.qid
+                     and unit_document(p.doc_id) == unit_document(pair.doc_id)]
+            ids, types = tokenize_pairs(scorer.tokenizer, [every.topics[pair.qid]] * len(units),
+                                        [every.docs[u] for u in units], "only_second", config.max_length)
+            logits = batched_logits(scorer.model, Encoded(ids, types, torch.empty(0), []), 2, 0, torch.device("cpu"),
+                                    torch.float32)
+            log_odds = logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
+            assert log_odds[units.index(pair.doc_id)] >= log_odds.max() - 1e-5
+    left_out = kept[0].record["positives_left_out"]["pairs"]
+    assert left_out > 0 and kept[0].record["pairs"] == len(every.pairs) - left_out
+    capped_config = TrainingConfig(**{**config.as_dict(), "max_pairs": 25})
+    capped, _ = best_units([load_source(source, capped_config)], capped_config, torch.device("cpu"), torch.float32)
+    assert len(capped[0].pairs) == 25 and set(capped[0].pairs) <= set(kept[0].pairs)  # capped after the filter
+    with pytest.raises(ValueError, match="give both or neither"):
+        TrainingConfig(**{**config.as_dict(), "positive_filter": None})
+    with pytest.raises(ValueError, match="unit passages or sentences"):
+        TrainingConfig(**{**config.as_dict(), "unit": "documents"})
 
 
 def test_sentence_pairs_are_the_segment_stages_sentences_with_their_documents_label(scifact, tmp_path):
