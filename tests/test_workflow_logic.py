@@ -141,7 +141,7 @@ def test_first_stages_come_from_the_configuration_not_from_names_in_code(tmp_pat
         load_config([CONFIG_DIR / "config.yaml", unlabelled])
 
 
-def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_their_models():
+def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_their_models(tmp_path):
     experiment = Experiment(load_config())
     size = experiment.plugins["ntnu"].caption("ntnu_5_5")
     small = size.split("unless the row says.", 1)[1]
@@ -150,6 +150,14 @@ def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_thei
     assert "at most 12800 pairs, the best step on held-out loss kept" in small and "first 4 layers" not in small
     assert "distilled" in experiment.plugins["ntnu"].caption("ntnu_5_6").split("unless the row says.", 1)[1]
     assert experiment.plugins["ntnu"].training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
+    assert "(passages of relevant documents positive;" in size
+    cleaner = tmp_path / "cleaner.yaml"  # a row trained on each relevant document's best passage says so, and by what
+    cleaner.write_text(yaml.safe_dump({"ntnu": {"models": {"best-passage": {
+        "label": "best passage", "tables": ["ntnu_5_1"],
+        "training": {"max_pairs": None, "positives": "best", "positive_filter": "minilm-l6-bi-encoder"}}}}}))
+    row = Experiment(load_config([cleaner])).plugins["ntnu"].training_exceptions("ntnu_5_1")
+    assert row.startswith(" best passage: lr 3e-05, 3 epochs, every pair, the last step kept, of a relevant document "
+                          "only the passage that Bi-encoder MiniLM-L6 (zero-shot)")
     metas = experiment.plugins["ntnu"].table_metas("ntnu_5_6")
     assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-6", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
                                                  "ntnu-distilled-layers-4", "ntnu-distilled-layers-2",

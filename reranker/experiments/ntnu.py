@@ -235,13 +235,21 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
                 f"reranked (the rest kept in order); passages of {passages['length']} words every {passages['stride']}"
                 f"{', titled' if passages['title'] else ''}, max length {section['max_length']}; rerankers start from "
                 f"{self.exp.lineage(section['base'])} unless the row says, and train on {section['train_collection']} "
-                f"(passages of relevant documents positive; {training['negatives_per_positive']} negatives per positive from the top "
+                f"({self.positives(training)}; {training['negatives_per_positive']} negatives per positive from the top "
                 f"{training['negatives_depth']}; lr {training['learning_rate']:g}, batch {training['batch_size']}, "
-                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, at most {training['max_pairs']} pairs, "
+                f"{training['epochs']:g} epoch{'s' if training['epochs'] != 1 else ''}, {pair_cap(training['max_pairs'])}, "
                 f"{'the last step kept' if training['select'] == 'last' else 'the best step on held-out loss kept'} "
                 f"unless a row says otherwise); "
                 f"documents scored by {AGGREGATORS[section['aggregation']].label} unless the row says."
                 + self.training_exceptions(table))
+
+    def positives(self, training: Mapping) -> str:
+        """Which passages of a relevant document a model trains on as positives (training.positives)."""
+        if training["positives"] == "all":
+            return "passages of relevant documents positive"
+        name = training["positive_filter"]
+        return (f"of a relevant document only the passage that {self.exp.checkpoint(name).get('label', name)} "
+                f"({self.exp.lineage(name)}) scores highest positive, its others left out")
 
     def table_models(self, table: str) -> list[str]:
         """The models of a table's rows, then their distilled counterparts."""
@@ -253,14 +261,20 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
         """A caption sentence per group of rows whose steps, rate or step pick differ from the reference's."""
         section = self.section
         reference = training_config(self.config, ntnu_checkpoint(section["reference"]))
-        keys = ("learning_rate", "epochs", "max_pairs", "select")
+        keys = ("learning_rate", "epochs", "max_pairs", "select", "positives", "positive_filter")
         groups: dict[tuple, list[str]] = {}
         for model in self.table_models(table):
             training = training_config(self.config, ntnu_checkpoint(model))
             if any(training[k] != reference[k] for k in keys):
                 groups.setdefault(tuple(training[k] for k in keys), []).append(section["models"][model]["label"])
         sentences = []
-        for (rate, epochs, pairs, select), labels in groups.items():
-            sentences.append(f" {'; '.join(labels)}: lr {rate:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, at most {pairs} pairs, "
-                             f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}.")
+        for (rate, epochs, pairs, select, positives, positive_filter), labels in groups.items():
+            cleaner = ("" if (positives, positive_filter) == (reference["positives"], reference["positive_filter"])
+                       else f", {self.positives({'positives': positives, 'positive_filter': positive_filter})}")
+            sentences.append(f" {'; '.join(labels)}: lr {rate:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, {pair_cap(pairs)}, "
+                             f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}{cleaner}.")
         return "".join(sentences)
+
+
+def pair_cap(max_pairs: int | None) -> str:
+    return "every pair" if max_pairs is None else f"at most {max_pairs} pairs"
