@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -133,12 +133,13 @@ def _fill_entries(config: dict) -> dict:
         if isinstance(entry_schema, Mapping) and isinstance(config.get(key), Mapping):
             entry_defaults = defaults(entry_schema)
             config[key] = {name: merge(entry_defaults, entry) for name, entry in config[key].items()}
-    for experiment, keys in (("radboud", ("pretraining", "variants")), ("ntnu", ("models", "tables"))):
-        properties = _schema()["properties"][experiment]["properties"]
+    for experiment, rows in NAMED_ROWS.items():  # the plugins' named entries (rows, tables) in their sections
+        properties = _schema()["properties"].get(experiment, {}).get("properties", {})
         section = config.get(experiment, {})
-        for key in keys:  # the section's named entries
-            entry_defaults = defaults(properties[key]["additionalProperties"])
-            section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
+        for key in rows.keys:
+            if key in properties:
+                entry_defaults = defaults(properties[key]["additionalProperties"])
+                section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
     return config
 
 
@@ -196,20 +197,35 @@ CHECKPOINT_GENERATORS: dict[str, Callable[[Mapping], dict]] = {}
 CROSS_CHECKS: dict[str, Callable[[Mapping], tuple[list[str], list[tuple[str, str]]]]] = {}
 
 
-# Named rows an overlay may drop from the layers below it by naming them with `null` (deep merges can add
-# and change entries but not remove them): the quick profile keeps one row per code path.
-DROPPABLE_ROWS = (("radboud", "pretraining"), ("radboud", "variants"), ("ntnu", "models"))
+
+
+class NamedRows(NamedTuple):
+    """A plugin's named entries in its section: `keys` get their schema defaults entry by entry; an overlay
+    drops one of `droppable` (deep merges add and change entries, never remove them) by naming it null, as
+    the quick profile does to keep one row per code path, and `drop_nulls` removes what else it nulls."""
+
+    keys: tuple[str, ...]
+    droppable: tuple[str, ...] = ()
+    drop_nulls: Callable[[dict], None] | None = None
+
+
+# Filled by the plugins as they register, like the two above: section name -> its named rows.
+NAMED_ROWS: dict[str, NamedRows] = {}
+# The prefixes of the checkpoints the plugins generate, for messages that name only the registered ones.
+GENERATED_PREFIXES: dict[str, str] = {}
 
 
 def _drop_null_rows(config: dict) -> dict:
-    """`config` without the rows named null in DROPPABLE_ROWS and in NTNU tables' `distilled` maps."""
-    for section, key in DROPPABLE_ROWS:
-        rows = (config.get(section) or {}).get(key)
-        if isinstance(rows, dict):
-            config[section][key] = {name: spec for name, spec in rows.items() if spec is not None}
-    for spec in ((config.get("ntnu") or {}).get("tables") or {}).values():
-        if isinstance(spec, dict) and isinstance(spec.get("distilled"), dict):
-            spec["distilled"] = {row: model for row, model in spec["distilled"].items() if model is not None}
+    """`config` without the rows an overlay names null (NAMED_ROWS)."""
+    for name, rows in NAMED_ROWS.items():
+        section = config.get(name)
+        if not isinstance(section, dict):
+            continue
+        for key in rows.droppable:
+            if isinstance(section.get(key), dict):
+                section[key] = {row: spec for row, spec in section[key].items() if spec is not None}
+        if rows.drop_nulls:
+            rows.drop_nulls(section)
     return config
 
 
@@ -282,11 +298,13 @@ def checkpoint_config(config: Mapping, name: str) -> dict:
     """The registry entry of a checkpoint; an unknown name lists the known ones."""
     known = config.get("checkpoints", {})
     if name not in known:
-        # The experiments generate many (radboud-*, ntnu-*): name the registered ones, count the rest.
-        registered = sorted(n for n in known if not n.startswith(("radboud-", "ntnu-")))
+        # The experiments generate many (e.g. one per fold): name the registered ones, count the rest.
+        prefixes = tuple(GENERATED_PREFIXES.values())
+        registered = sorted(n for n in known if not n.startswith(prefixes))
         generated = len(known) - len(registered)
         raise ConfigError(f"unknown checkpoint {name!r}; known checkpoints: {', '.join(registered)}"
-                          + (f" and {generated} generated ones (radboud-*, ntnu-*)" if generated else "")
+                          + (f" and {generated} generated ones ({', '.join(p + '*' for p in prefixes)})"
+                             if generated else "")
                           + " (register one in workflow/config/checkpoints.yaml)")
     return {**known[name], "name": name}
 

@@ -84,6 +84,12 @@ def test_an_overlay_drops_a_row_named_null_and_what_still_names_it_is_refused(tm
     extra.write_text(yaml.safe_dump({"ntnu": {"models": {"distilled-layers-2": None}}}))
     with pytest.raises(cfg.ConfigError, match="ntnu_5_6/distilled/layers-2: unknown model 'distilled-layers-2'"):
         cfg.load_config(extra)
+    # ...unless the cell goes too (each plugin drops its own nulls: config.NAMED_ROWS)
+    extra.write_text(yaml.safe_dump({"ntnu": {"models": {"distilled-layers-2": None},
+                                              "tables": {"ntnu_5_6": {"distilled": {"layers-2": None}}}}}))
+    assert "layers-2" not in cfg.load_config(extra)["ntnu"]["tables"]["ntnu_5_6"]["distilled"]
+    with pytest.raises(cfg.ConfigError, match=r"scifact-soft.* and \d+ generated ones \(radboud-\*, ntnu-\*\)"):
+        cfg.checkpoint_config(cfg.load_config(), "nobody")
 
 
 def test_ntnu_training_presets_sit_between_the_section_and_the_model(tmp_path):

@@ -27,6 +27,10 @@ def register(cls: type[Plugin]) -> type[Plugin]:
     REGISTRY[cls.name] = cls
     config_module.CHECKPOINT_GENERATORS[cls.name] = cls.generate
     config_module.CROSS_CHECKS[cls.name] = cls.check
+    if cls.named_rows:
+        config_module.NAMED_ROWS[cls.name] = cls.named_rows
+    if cls.checkpoint_prefix:
+        config_module.GENERATED_PREFIXES[cls.name] = cls.checkpoint_prefix
     return cls
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker import settings
-from reranker.config import slug
+from reranker.config import NamedRows, slug
 
 
 class Plugin:
@@ -28,6 +28,8 @@ class Plugin:
     wall_clock_part: ClassVar[str | None] = None
     # The prefix of the checkpoints it generates (one per fold or row): one resources row for them all.
     checkpoint_prefix: ClassVar[str | None] = None
+    # Its section's named entries: filled with their schema defaults, and the rows an overlay may drop.
+    named_rows: ClassVar[NamedRows | None] = None
 
     def __init_subclass__(cls, name: str, about: str | None = None, rules: str | None = None,
                           wall_clock_part: str | None = None, checkpoint_prefix: str | None = None, **kwargs):

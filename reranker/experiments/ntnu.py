@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from reranker.config import merge, training_config
+from reranker.config import NamedRows, merge, training_config
 from reranker.experiments import register
 from reranker.experiments.base import Plugin, section_problems
 from reranker.registry import AGGREGATORS, FIRST_STAGES
@@ -61,10 +61,18 @@ def generated_checkpoints(config: Mapping) -> dict:
         for name, spec in section.get("models", {}).items()}
 
 
+def drop_null_cells(section: dict) -> None:
+    """A table's `distilled` cells an overlay names null are dropped, as its rows are."""
+    for spec in (section.get("tables") or {}).values():
+        if isinstance(spec, dict) and isinstance(spec.get("distilled"), dict):
+            spec["distilled"] = {row: model for row, model in spec["distilled"].items() if model is not None}
+
+
 @register
 class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
+    named_rows = NamedRows(keys=("models", "tables"), droppable=("models",), drop_nulls=drop_null_cells)
 
     def figures(self) -> list[str]:
         section = self.section

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reranker.config import merge, training_config
+from reranker.config import NamedRows, merge, training_config
 from reranker.experiments import register
 from reranker.experiments.base import Plugin, section_problems
 from reranker.registry import FIRST_STAGES
@@ -82,6 +82,7 @@ def ranking_label(ranking: str) -> str:
 class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
+    named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants"))
 
     def tables(self) -> list[str]:
         return self.ranking_tables() + self.pretraining_tables()
