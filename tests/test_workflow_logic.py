@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 # the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
                  "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--head-from",
-                 "--cache",
+                 "--positive-filter", "--cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
@@ -117,6 +117,14 @@ def test_a_carried_head_is_a_declared_input_and_its_folder_a_flag(tmp_path):
     assert set(experiment.checkpoint_files("scifact")) <= set(experiment.training_inputs(name))
     assert f"--head-from {experiment.checkpoint_ref('scifact')}" in experiment.model_flags(name)
     assert experiment.head_from("scifact") is None and "--head-from" not in experiment.model_flags("scifact")
+    # a positives filter likewise (config.CHECKPOINT_SETTINGS): a fine-tuned one is an input, a hub one a flag
+    layer.write_text(yaml.safe_dump({"ntnu": {"training": {"positives": "best", "positive_filter": "scifact"}}}))
+    experiment = Experiment(load_config(profile_files("quick") + [layer]))
+    assert set(experiment.checkpoint_files("scifact")) <= set(experiment.training_inputs("ntnu-bert"))
+    assert f"--positive-filter {experiment.checkpoint_ref('scifact')}" in experiment.model_flags("ntnu-bert")
+    layer.write_text(yaml.safe_dump({"ntnu": {"training": {"positives": "best", "positive_filter": "minilm-l6-bi-encoder"}}}))
+    flags = Experiment(load_config(profile_files("quick") + [layer])).model_flags("ntnu-bert")
+    assert "--positive-filter sentence-transformers/all-MiniLM-L6-v2" in flags
 
 
 def test_first_stages_come_from_the_configuration_not_from_names_in_code(tmp_path):
