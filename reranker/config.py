@@ -197,8 +197,6 @@ CHECKPOINT_GENERATORS: dict[str, Callable[[Mapping], dict]] = {}
 CROSS_CHECKS: dict[str, Callable[[Mapping], tuple[list[str], list[tuple[str, str]]]]] = {}
 
 
-
-
 class NamedRows(NamedTuple):
     """A plugin's named entries in its section: `keys` get their schema defaults entry by entry; an overlay
     drops one of `droppable` (deep merges add and change entries, never remove them) by naming it null, as
