@@ -566,16 +566,16 @@ def teacher_cosines(teacher: models.Classifier, examples: Sequence[Examples], sp
     Each split is encoded on its own: in bf16 a batch's make-up moves a cosine by up to ~6e-4, so encoding
     the splits together would not give the measured checkpoint (results/ablation/birch_soft_labels.md) again."""
     pairs = split_pairs(examples, split)
-    if not pairs:
-        return torch.empty(0)
-    return cosines(teacher.model, teacher.tokenizer, [ex.topics[p.qid] for ex, p in pairs],
-                   [ex.docs[p.doc_id] for ex, p in pairs], max_length, 64, next(teacher.model.parameters()).device, dtype)
+    return relevance_scores(teacher, [ex.topics[p.qid] for ex, p in pairs], [ex.docs[p.doc_id] for ex, p in pairs],
+                            max_length, dtype)
 
 
 def relevance_scores(scorer: models.Classifier, queries: Sequence[str], texts: Sequence[str], max_length: int,
                      dtype: torch.dtype) -> torch.Tensor:
     """A checkpoint's relevance score of each (query, text): a bi-encoder's cosine, a two-way classifier's log-odds."""
     device = next(scorer.model.parameters()).device
+    if not queries:
+        return torch.empty(0)
     if scorer.head == "bi_encoder":
         return cosines(scorer.model, scorer.tokenizer, queries, texts, max_length, 64, device, dtype)
     if scorer.n_logits != 2:
@@ -615,7 +615,6 @@ def best_units(examples: Sequence[Examples], config: TrainingConfig, device: tor
                     "validation_pairs": len(example.validation) - len(splits["validation"])}
         kept.append(example._replace(pairs=pairs, validation=splits["validation"], record={
             **example.record, **pair_counts(pairs, splits["validation"]), "positives_left_out": left_out}))
-    del scorer
     return kept, record
 
 
@@ -1061,15 +1060,12 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
         base_meta = models.read_meta(base) if Path(base).is_dir() else {}
         fresh = config.fresh_head or base_meta.get("task", "rank") == "mlm"
         classifier, examples, objective = load_task(base, sources, config, device, fresh)
-        filtered = None
-        if config.positives == "best":
-            examples, filtered = best_units(examples, config, device, dtype)
         meta = checkpoint_meta(base, classifier, objective, fresh, examples, config)
-        if filtered:
-            meta["positive_filter"] = filtered
         if is_complete(out_dir) and _inputs(models.read_meta(out_dir)) == _inputs(meta):
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
+        if config.positives == "best":  # after the reuse check: the filter's pass is paid only when training
+            examples, meta["positive_filter"] = best_units(examples, config, device, dtype)
 
         pad = pad_id(classifier.tokenizer)
         if objective is None:

@@ -123,8 +123,8 @@ class Experiment:
         return self.named_checkpoints(name).get("head_from")
 
     def model_flags(self, name: str) -> str:
-        """A training job's --base, and --teacher / --head-from: the folders (or hub ids) it starts from, learns
-        from and takes its head from."""
+        """A training job's --base and a flag per checkpoint its settings name (--teacher, --head-from,
+        --positive-filter): the folders (or hub ids) it starts from, learns from, takes its head from..."""
         flags = [f"--base {shlex.quote(self.checkpoint_ref(self.checkpoint(name)['base']))}"]
         flags += [f"--{setting.replace('_', '-')} {shlex.quote(self.checkpoint_ref(other))}"
                   for setting, other in self.named_checkpoints(name).items()]

@@ -371,6 +371,9 @@ def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact,
                                     torch.float32)
             log_odds = logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
             assert log_odds[units.index(pair.doc_id)] >= log_odds.max() - 1e-5
+    from reranker.train import relevance_scores
+
+    assert relevance_scores(scorer, [], [], config.max_length, torch.float32).numel() == 0  # a split with no positives
     left_out = kept[0].record["positives_left_out"]["pairs"]
     assert left_out > 0 and kept[0].record["pairs"] == len(every.pairs) - left_out
     capped_config = TrainingConfig(**{**config.as_dict(), "max_pairs": 25})

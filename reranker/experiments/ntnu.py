@@ -270,17 +270,18 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
         section = self.section
         reference = training_config(self.config, ntnu_checkpoint(section["reference"]))
         keys = ("learning_rate", "epochs", "max_pairs", "select", "positives", "positive_filter")
-        groups: dict[tuple, list[str]] = {}
+        groups: dict[tuple, tuple[Mapping, list[str]]] = {}  # the settings that differ -> one model's, the labels
         for model in self.table_models(table):
             training = training_config(self.config, ntnu_checkpoint(model))
             if any(training[k] != reference[k] for k in keys):
-                groups.setdefault(tuple(training[k] for k in keys), []).append(section["models"][model]["label"])
+                groups.setdefault(tuple(training[k] for k in keys), (training, []))[1].append(section["models"][model]["label"])
         sentences = []
-        for (rate, epochs, pairs, select, positives, positive_filter), labels in groups.items():
-            cleaner = ("" if (positives, positive_filter) == (reference["positives"], reference["positive_filter"])
-                       else f", {self.positives({'positives': positives, 'positive_filter': positive_filter})}")
-            sentences.append(f" {'; '.join(labels)}: lr {rate:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, {pair_cap(pairs)}, "
-                             f"{'the last step kept' if select == 'last' else 'the best step on held-out loss kept'}{cleaner}.")
+        for t, labels in groups.values():
+            epochs = t["epochs"]
+            kept = "the last step kept" if t["select"] == "last" else "the best step on held-out loss kept"
+            positives = "" if self.positives(t) == self.positives(reference) else f", {self.positives(t)}"
+            sentences.append(f" {'; '.join(labels)}: lr {t['learning_rate']:g}, {epochs:g} epoch{'s' if epochs != 1 else ''}, "
+                             f"{pair_cap(t['max_pairs'])}, {kept}{positives}.")
         return "".join(sentences)
 
 
