@@ -23,6 +23,7 @@ records the head and the relevant index.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -57,6 +58,8 @@ class Classifier:
 
     @property
     def n_logits(self) -> int:
+        if isinstance(self.model, CosineClassifier):  # a bi-encoder in training: two-way
+            return 2
         return head_outputs(self.head, self.model.config)
 
     @property
@@ -171,6 +174,63 @@ def mean_pooled_class() -> type:
             return SequenceClassifierOutput(logits=self.classifier(self.dropout(mean_pool(hidden, attention_mask))))
 
     return BertForMeanPooledClassification
+
+
+class CosineClassifier(torch.nn.Module):
+    """A bi-encoder fine-tuned as a two-way classifier: of a tokenised pair (`[CLS] query [SEP] text [SEP]`)
+    the query and the text are encoded each alone (`[CLS] text [SEP]`, as the bi-encoder encodes them when it
+    scores), mean-pooled and normalised; `classifier`, a linear map of their cosine, gives the logits (its
+    relevant log-odds an affine map of the cosine, so it ranks as the cosine does). Saved, it is the plain
+    encoder again (`save_pretrained`), scored by cosine like any bi-encoder."""
+
+    def __init__(self, encoder: Any, cls_id: int, pad_id: int):
+        super().__init__()
+        self.encoder = encoder
+        self.classifier = torch.nn.Linear(1, 2)
+        self.cls_id, self.pad_id = cls_id, pad_id
+        with torch.no_grad():  # cosine itself as the log-odds until it is calibrated
+            self.classifier.weight.copy_(torch.tensor([[0.0], [1.0]]))
+            self.classifier.bias.zero_()
+
+    @property
+    def config(self) -> Any:
+        return self.encoder.config
+
+    def save_pretrained(self, directory: str | os.PathLike) -> None:
+        self.encoder.save_pretrained(directory)
+
+    def vectors(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+        return torch.nn.functional.normalize(mean_pool(hidden.float(), mask), dim=1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
+                **kwargs: Any) -> Any:
+        from transformers.modeling_outputs import SequenceClassifierOutput
+
+        mask = attention_mask.bool()
+        query_len = (mask & (token_type_ids == 0)).sum(dim=1)  # [CLS] query [SEP]: a prefix
+        text_len = (mask & (token_type_ids == 1)).sum(dim=1)  # text [SEP], after it
+        positions = torch.arange(int(query_len.max()), device=input_ids.device)
+        query_mask = positions[None, :] < query_len[:, None]
+        query_ids = input_ids[:, :positions.numel()].masked_fill(~query_mask, self.pad_id)
+        # The text from the query's [SEP] on, that [SEP] replaced by [CLS]: `[CLS] text [SEP]`.
+        positions = torch.arange(int(text_len.max()) + 1, device=input_ids.device)
+        index = (query_len[:, None] - 1 + positions[None, :]).clamp(max=input_ids.shape[1] - 1)
+        text_mask = positions[None, :] <= text_len[:, None]
+        text_ids = input_ids.gather(1, index).masked_fill(~text_mask, self.pad_id)
+        text_ids[:, 0] = self.cls_id
+        cosine = (self.vectors(query_ids, query_mask.long()) * self.vectors(text_ids, text_mask.long())).sum(dim=1)
+        return SequenceClassifierOutput(logits=self.classifier(cosine[:, None]))
+
+
+def as_cosine_classifier(classifier: Classifier) -> Classifier:
+    """A bi-encoder made trainable as a two-way classifier (CosineClassifier; relevant index 1)."""
+    if classifier.head != "bi_encoder":
+        raise CheckpointError(f"{classifier.source}: only a bi_encoder head trains as a cosine classifier")
+    tokenizer = classifier.tokenizer
+    model = CosineClassifier(classifier.model, tokenizer.cls_token_id, tokenizer.pad_token_id or 0)
+    model.to(next(classifier.model.parameters()).device)
+    return dataclasses.replace(classifier, model=model, relevant_index=1)
 
 
 def load_masked_lm(model: str, num_layers: int | None = None, device: str | torch.device = "cpu") -> Classifier:

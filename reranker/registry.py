@@ -46,9 +46,8 @@ HEADS: dict[str, str] = {
     "sequence_classification": "a linear layer on BERT's [CLS] pooler, as BERT was pre-trained",
     "mean_pooling": "a linear layer on the mean of the last layer's token vectors (sentence-transformers bases)",
     "next_sentence_prediction": "BERT's NSP head (Birch's released checkpoints)",
-    "bi_encoder": "no classifier: the cosine of the mean-pooled query and text vectors",
+    "bi_encoder": "the cosine of the mean-pooled query and text vectors (fine-tuned as a two-way classifier of it)",
 }
-CLASSIFIER_HEADS = tuple(head for head in HEADS if head != "bi_encoder")
 
 SCORE_KINDS: dict[str, str] = {
     "logit": "the relevant class's logit, as Birch",
@@ -94,7 +93,6 @@ def enums() -> dict[str, list[str]]:
         "first_stage": list(FIRST_STAGES),
         "aggregator": list(AGGREGATORS),
         "head": list(HEADS),
-        "classifier_head": list(CLASSIFIER_HEADS),
         "score_kind": [kind for kind in SCORE_KINDS if kind != "cosine"],
         "unit": list(UNITS),
         "objective": list(OBJECTIVES),

@@ -436,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     entry = settings["checkpoint"]
     if args.model is None and entry["source"] != "hf":
         raise InputError(f"checkpoint {args.checkpoint} is fine-tuned: give --model, the folder training wrote")
-    kind = "cosine" if entry.get("head") == "bi_encoder" else settings["kind"]
+    head = entry.get("head") or (entry.get("training") or {}).get("head")  # a fine-tuned bi-encoder's is its training's
+    kind = "cosine" if head == "bi_encoder" else settings["kind"]
     candidates, max_length, relevant_index = settings["candidates"], args.max_length or settings["max_length"], None
     precision = settings["precision"]
     if args.section:  # the thesis sections' precision is resolved here, on this machine's device

@@ -694,6 +694,25 @@ def carry_head(classifier: models.Classifier, source: str, data: Encoded, object
                      "beta": [round(float(b), 6) for b in beta]}
 
 
+def calibrate_cosine(classifier: models.Classifier, data: Encoded, pad_id: int, device: torch.device,
+                     dtype: torch.dtype, seed: int) -> dict[str, Any]:
+    """Start a bi-encoder's log-odds at sigmoid(a cosine + b), fitted to the judgments of HEAD_FIT_PAIRS
+    training pairs: at step 0 it ranks exactly as the zero-shot bi-encoder, on the judgments' scale."""
+    generator = torch.Generator().manual_seed(seed)  # its own: the training RNG is left as it was
+    rows = torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist()
+    sample = subset(data, rows)
+    model, head = classifier.model, classifier.model.classifier
+    was_training = model.training
+    model.eval()
+    cosine = batched_logits(model, sample, 2, pad_id, device, dtype)[:, 1]  # the head starts as the cosine itself
+    model.train(was_training)
+    a, b = calibrate(cosine, sample.relevant)
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor([[0.0], [a]]))
+        head.bias.copy_(torch.tensor([0.0, b]))
+    return {"pairs": len(rows), "a": round(a, 6), "b": round(b, 6)}
+
+
 def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
              dtype: torch.dtype, batch_size: int = 64) -> dict[str, float]:
     """The objective's mean loss on the held-out pairs, and the MRR of each query's first relevant pair
@@ -770,6 +789,8 @@ def load_task(base: str, sources: Sequence[Source], config: TrainingConfig, devi
     objective = objective_for(config, examples, relevant_index=1)
     classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
                                         device=device, num_labels=objective.outputs, fresh_head=fresh)
+    if classifier.head == "bi_encoder":  # trains as a two-way classifier of its cosine (calibrate_cosine starts it)
+        classifier = models.as_cosine_classifier(classifier)
     if classifier.n_logits != objective.outputs:
         raise models.CheckpointError(f"{base}: the {objective.name} objective needs {objective.outputs} "
                                      f"logit(s), this head has {classifier.n_logits}")
@@ -1027,8 +1048,13 @@ def publish(out_dir: Path, classifier: models.Classifier, loop: Loop, meta: dict
         write_lines(tmp / LOG_FILE, (json.dumps(entry) for entry in loop.log))
         write_lines(tmp / VALIDATION_FILE, (json.dumps(entry) for entry in loop.checks))
         plot_loss(loop.log, tmp / PLOT_FILE, title=out_dir.name, validation=loop.checks)
+        if isinstance(model, models.CosineClassifier):  # saved as the plain encoder, read back as a bi-encoder
+            model, index = model.encoder, 0
+            meta.update(relevant_index=index, num_labels=None)
+        else:
+            index = classifier.relevant_index
         meta.update(
-            fingerprint=models.fingerprints(model, classifier.head, classifier.relevant_index)[1],
+            fingerprint=models.fingerprints(model, classifier.head, index)[1],
             device=str(loop.device), precision=precision, dtype=str(loop.dtype).removeprefix("torch."), **loop.summary(),
             seconds=round(time.perf_counter() - started, 1), device_usage=usage.record(), machine=hardware.machine(),
             versions={"torch": torch.__version__, "transformers": transformers.__version__}, complete=True)
@@ -1072,6 +1098,8 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             task = masked_lm_task(classifier, examples[0], pad, device, dtype)
         else:
             task = pair_task(classifier, sources, examples, objective, config, pad, device, dtype, meta)
+            if isinstance(classifier.model, models.CosineClassifier):
+                meta["cosine_head"] = calibrate_cosine(classifier, task.data, pad, device, dtype, config.seed)
             if config.head_from is not None:
                 meta["head_from"] = carry_head(classifier, config.head_from, task.data, objective, pad, device,
                                                dtype, config.seed)

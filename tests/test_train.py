@@ -448,6 +448,35 @@ def test_soft_labels_mix_a_calibrated_bi_encoder_into_the_judgments(scifact, tin
         TrainingConfig(**{**SHORT.as_dict(), "objective": "soft_labels"})
 
 
+def test_a_bi_encoder_trains_as_a_classifier_of_its_cosine_and_is_saved_as_a_bi_encoder(scifact, tiny_model_dir,
+                                                                                         tmp_path):
+    """head bi_encoder: query and text encoded each alone from the pair's tokens, so the untrained logit is the
+    zero-shot cosine exactly; the head starts calibrated on training judgments; the checkpoint is the plain
+    encoder, read back as a bi-encoder whose fingerprint is the recorded one."""
+    from reranker.forward import cosines
+
+    zero_shot = models.load_classifier(str(tiny_model_dir), head="bi_encoder")
+    queries, texts = ["boundary layer transition", "a"], ["Transition of the laminar boundary layer.", "Cats sleep."]
+    trainable = models.as_cosine_classifier(models.load_classifier(str(tiny_model_dir), head="bi_encoder"))
+    ids, types = tokenize_pairs(trainable.tokenizer, queries, texts, "only_second", MAX_LENGTH)
+    logits = batched_logits(trainable.model, Encoded(ids, types, torch.empty(0), []), 2, 0, torch.device("cpu"),
+                            torch.float32)
+    expected = cosines(zero_shot.model, zero_shot.tokenizer, queries, texts, MAX_LENGTH, 8, torch.device("cpu"),
+                       torch.float32)
+    assert torch.allclose(logits[:, 1], expected, atol=1e-6) and trainable.n_logits == 2
+
+    source, _ = with_qids(scifact, split(scifact)[0][:30], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "head": "bi_encoder", "max_pairs": 32, "eval_every": 4,
+                               "validation_fraction": 0.2, "select": "last"})
+    out = train(str(tiny_model_dir), source, tmp_path / "bi", config)
+    meta = models.read_meta(out)
+    assert meta["head"] == "bi_encoder" and meta["relevant_index"] == 0 and meta["cosine_head"]["a"] > 0
+    assert meta["steps"] == 8 and meta["validation"]["untrained_loss"] < math.log(2)  # calibrated, not 50/50
+    saved = models.load_classifier(str(out))
+    assert saved.head == "bi_encoder" and saved.n_logits == 1 and saved.fingerprint == meta["fingerprint"]
+    assert saved.weights_fingerprint != zero_shot.weights_fingerprint  # it trained
+
+
 def test_calibration_fits_a_logistic_regression_on_the_labels():
     """The fitted sigmoid(a x + b) orders as the cosine does (a > 0) and matches the label rates."""
     from reranker.objectives import calibrate
