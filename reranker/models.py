@@ -12,7 +12,8 @@ for every input); `next_sentence_prediction` is BERT's NSP head (Birch's checkpo
 without a recorded head gets the head of the pooling it was trained with (`base_pooling`:
 sentence-transformers' `modules.json` and `1_Pooling/config.json`), else [CLS]. `bi_encoder` is no
 classifier: the plain encoder, whose score is the cosine of the mean-pooled query and text vectors
-(a zero-shot reference, not Birch's method).
+(not Birch's method); zero-shot it is a reference row, and fine-tuned it trains as a two-way
+classifier of that cosine (`CosineClassifier`) and is saved as a plain encoder again.
 
 Each head is one `Loader` (`LOADERS`, keyed by the registry's names): how its model is built from a
 checkpoint, and what it outputs.

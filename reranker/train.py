@@ -1,6 +1,8 @@
 """Fine-tune a BERT relevance classifier on query–document judgments (as Nogueira & Cho, and Birch).
 
-Input is `[CLS] query [SEP] title text [SEP]` with a two-way softmax head and cross-entropy loss.
+Input is `[CLS] query [SEP] title text [SEP]` with a two-way softmax head and cross-entropy loss. A
+bi-encoder (head `bi_encoder`) trains on the same pairs as a two-way classifier of its cosine, query
+and text encoded apart (models.CosineClassifier), and is saved as a bi-encoder again.
 A training *source* is one collection's files: docs.jsonl ({"id","title","text"}), topics.tsv,
 qrels and a first-stage TREC run. Positives are the judged-relevant documents of each training
 query; negatives are drawn (seeded, per query) from that query's top run candidates, never a
