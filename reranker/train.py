@@ -653,6 +653,19 @@ def subset(encoded: Encoded, rows: Sequence[int]) -> Encoded:
                    [encoded.qids[i] for i in rows], [encoded.relevant[i] for i in rows])
 
 
+def head_fit_scores(model: Any, data: Encoded, n_logits: int, column: int, pad_id: int, device: torch.device,
+                    dtype: torch.dtype, seed: int) -> tuple[Encoded, torch.Tensor]:
+    """HEAD_FIT_PAIRS training pairs drawn with their own seeded generator (the training RNG is left as it
+    was), and logit `column` on each, in eval mode (no dropout in what a head's start is fitted to)."""
+    generator = torch.Generator().manual_seed(seed)
+    sample = subset(data, torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist())
+    was_training = model.training
+    model.eval()
+    scores = batched_logits(model, sample, n_logits, pad_id, device, dtype)[:, column]
+    model.train(was_training)
+    return sample, scores
+
+
 def carry_head(classifier: models.Classifier, source: str, data: Encoded, objective: Objective, pad_id: int,
                device: torch.device, dtype: torch.dtype, seed: int) -> dict[str, Any]:
     """Start the classifier's head from `source`'s trained two-way head, so that rows of every objective
@@ -681,18 +694,12 @@ def carry_head(classifier: models.Classifier, source: str, data: Encoded, object
         head.weight.zero_()
         head.bias.zero_()
         head.weight[0], head.bias[0] = log_odds, offset  # output 0 reads the log-odds while the map is fitted
-    generator = torch.Generator().manual_seed(seed)  # its own: the training RNG is left as it was
-    rows = torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist()
-    sample = subset(data, rows)
-    was_training = classifier.model.training
-    classifier.model.eval()  # no dropout in the log-odds the map is fitted to
-    scores = batched_logits(classifier.model, sample, objective.outputs, pad_id, device, dtype)[:, 0]
-    classifier.model.train(was_training)
+    sample, scores = head_fit_scores(classifier.model, data, objective.outputs, 0, pad_id, device, dtype, seed)
     alpha, beta = carried_map(objective, scores, sample.targets)
     with torch.no_grad():
         head.weight.copy_((alpha[:, None] * log_odds[None, :]).to(head.weight))
         head.bias.copy_((alpha * offset + beta).to(head.bias))
-    return record | {"copied": False, "pairs": len(rows), "alpha": [round(float(a), 6) for a in alpha],
+    return record | {"copied": False, "pairs": len(sample.ids), "alpha": [round(float(a), 6) for a in alpha],
                      "beta": [round(float(b), 6) for b in beta]}
 
 
@@ -700,19 +707,14 @@ def calibrate_cosine(classifier: models.Classifier, data: Encoded, pad_id: int, 
                      dtype: torch.dtype, seed: int) -> dict[str, Any]:
     """Start a bi-encoder's log-odds at sigmoid(a cosine + b), fitted to the judgments of HEAD_FIT_PAIRS
     training pairs: at step 0 it ranks exactly as the zero-shot bi-encoder, on the judgments' scale."""
-    generator = torch.Generator().manual_seed(seed)  # its own: the training RNG is left as it was
-    rows = torch.randperm(len(data.ids), generator=generator)[:HEAD_FIT_PAIRS].tolist()
-    sample = subset(data, rows)
-    model, head = classifier.model, classifier.model.classifier
-    was_training = model.training
-    model.eval()
-    cosine = batched_logits(model, sample, 2, pad_id, device, dtype)[:, 1]  # the head starts as the cosine itself
-    model.train(was_training)
+    # Column 1 of a fresh CosineClassifier's logits is the cosine itself.
+    sample, cosine = head_fit_scores(classifier.model, data, 2, 1, pad_id, device, dtype, seed)
     a, b = calibrate(cosine, sample.relevant)
+    head = classifier.model.classifier
     with torch.no_grad():
         head.weight.copy_(torch.tensor([[0.0], [a]]))
         head.bias.copy_(torch.tensor([0.0, b]))
-    return {"pairs": len(rows), "a": round(a, 6), "b": round(b, 6)}
+    return {"pairs": len(sample.ids), "a": round(a, 6), "b": round(b, 6)}
 
 
 def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, device: torch.device,
