@@ -88,9 +88,17 @@ class Birch(Plugin, name="birch"):
                              for key, value in own.items() if key in ("learning_rate", "max_pairs", "epochs"))
         return (f"{before} → " if before else "") + sources + (f" ({settings})" if settings else "")
 
+    def head_text(self, name: str) -> str:
+        """What a fine-tuned checkpoint's head makes of it, where that is not a cross-encoder's classifier."""
+        if self.exp.checkpoint(name).get("training", {}).get("head") != "bi_encoder":
+            return ""
+        return (", as a bi-encoder: a two-way classifier of the cosine of query and text encoded apart, started at the "
+                "zero-shot cosine, and scored by that cosine")
+
     def caption(self) -> str:
         fine_tuned = self.exp.finetuned(self.section["checkpoints"])
-        models = "; ".join(f"{self.exp.label(c)} = {self.exp.hub_model(c)} fine-tuned on {self.training_text(c)}" for c in fine_tuned)
+        models = "; ".join(f"{self.exp.label(c)} = {self.exp.hub_model(c)} fine-tuned on {self.training_text(c)}{self.head_text(c)}"
+                           for c in fine_tuned)
         titled = sorted({cid for c in fine_tuned for cid in self.exp.training_chain(c)
                          if self.exp.collection(slug(cid)).get("source") == "titles"})
         parents = ", ".join(self.exp.collection(slug(cid))["of"] for cid in titled)
@@ -106,7 +114,7 @@ class Birch(Plugin, name="birch"):
                 f"collection it is evaluated on). "
                 f"{FIRST_STAGES[self.exp.first_stage].label} top {self.exp.k} documents reranked, the rest kept in order; "
                 f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
-                f" (a classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
+                f" (shared settings: a cross-encoder's classification head on the pooling the base was trained with; lr {training['learning_rate']}, "
                 f"{training['negatives_per_positive']} {negatives} negatives per positive, {training['epochs']} epochs, "
                 f"max length {training['max_length']}, the step with the lowest held-out loss on "
                 f"{training['validation_fraction']:.0%} of the training queries; a checkpoint's own settings in brackets)."
