@@ -11,6 +11,8 @@ no hub access can build them. Per shape, in one run:
   fp32, timed on a subset (each pair costs the same);
 * achieved TFLOP/s from the real token counts, against a bf16 (fp32 on a CPU without bf16) matmul
   peak measured here; Kendall tau of fast against exact scores;
+* a check: `exact`'s batched logits (reranker.forward's layer-by-layer path) against the plain Hugging
+  Face forward of one pair at a time, fp32, on the first `--check-pairs` pairs (the largest difference);
 * sizing: hours to score Birch's Robust04 setting (249 queries x 1000 documents x ~24.6 sentences:
   about 6.1 million pairs per checkpoint) on one device and on N.
 
@@ -145,6 +147,16 @@ def timed_scores(scorer: sc.Scorer, ids, types, device: torch.device) -> tuple[n
     return values, time.perf_counter() - started
 
 
+def hf_one_at_a_time(classifier, ids, types, device: torch.device) -> np.ndarray:
+    """Logits of the plain Hugging Face forward, fp32, one pair per call (no padding, no batching)."""
+    from reranker.batching import pad_batch, pad_id
+
+    model, pad = classifier.model.to(device).float().eval(), pad_id(classifier.tokenizer)
+    with torch.inference_mode():
+        return np.stack([model(**pad_batch([one], [kind], pad, device)).logits.float().cpu().numpy()[0]
+                         for one, kind in zip(ids, types)])
+
+
 def padded512(classifier, queries, texts, device: torch.device, batch_size: int) -> float:
     """Seconds of the plain forward, every pair padded to 512, fp32."""
     model, tokenizer = classifier.model.to(device).float(), classifier.tokenizer
@@ -167,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", type=Path, help="a saved tokenizer (default: beside --pairs-file)")
     parser.add_argument("--pairs", type=int, default=20000)
     parser.add_argument("--padded-pairs", type=int, default=512, help="pairs timed on the 512-padded path")
+    parser.add_argument("--check-pairs", type=int, default=128, help="pairs checked against the plain HF forward")
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--batch-size", type=int, default=512, help="pairs per batch, at most")
     parser.add_argument("--batch-tokens", type=int, default=65536, help="padded tokens per batch, at most")
@@ -182,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     queries, texts = [r["query"] for r in rows], [r["text"] for r in rows]
     tokenizer_dir = args.tokenizer or args.pairs_file.parent
 
+    import transformers
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     fast_dtype = hardware.compute_dtype("fast", device) if hardware.has_fast_half(device) else torch.float32
     peak_dtype = fast_dtype
@@ -191,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         "device": torch.cuda.get_device_name(0) if device.type == "cuda" else f"cpu: {hardware.cpu_info()['model']} "
                   f"({torch.get_num_threads()} threads); no GPU was lent, so these are CPU numbers",
         "gpu": device.type == "cuda",
-        "torch": torch.__version__, "python": platform.python_version(),
+        "torch": torch.__version__, "python": platform.python_version(), "transformers": transformers.__version__,
+        "cuda": torch.version.cuda,
         "pairs": len(rows), "pairs_source": "cranfield queries x pysbd sentences of 10 documents each (judged first)",
         "batch_size": args.batch_size, "batch_tokens": args.batch_tokens,
         "fast_dtype": str(fast_dtype).removeprefix("torch."),
@@ -216,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             timed_scores(scorer, ids, types, device)  # warm-up: kernel plans, allocator
             scores[name], timings[name] = timed_scores(scorer, ids, types, device)
         lengths = [len(x) for x in ids]
+        n_check = min(args.check_pairs, len(rows))
+        reference = hf_one_at_a_time(classifier, ids[:n_check], types[:n_check], device)
+        check = {"pairs": n_check, "max_abs_diff": float(np.abs(scores["exact"][:n_check] - reference).max()),
+                 "max_abs_logit": float(np.abs(reference).max())} if n_check else None
         flops = encoder_flops(lengths, layers, hidden, inner)
         n_padded = min(args.padded_pairs, len(rows))
         padded_seconds = padded512(classifier, queries[:n_padded], texts[:n_padded], device, batch_size=32)
@@ -231,13 +251,16 @@ def main(argv: list[str] | None = None) -> int:
             "speedup_vs_padded512_fp32": round(per_second[best] / per_second["padded512_fp32"], 1),
             "kendall_tau_fast_vs_exact": round(kendall_tau(scores["fast"][:, 1], scores["exact"][:, 1]), 4)
             if "fast" in scores else None,
+            "check_exact_vs_hf_one_at_a_time_fp32": check,
             "robust04_hours": {"1 device": round(ROBUST04_PAIRS / per_second[best] / 3600, 2),
                                f"{args.gpus} devices": round(ROBUST04_PAIRS / per_second[best] / 3600 / args.gpus, 2)},
         }
         result["shapes"][shape] = entry
+        write_result(args.out, result, argv)  # each shape as it ends: a later one that fails or is killed keeps it
         print(f"{shape}: {entry['pairs_per_second']} pairs/s, {entry['achieved_tflops']} TFLOP/s, "
               f"{entry['fraction_of_matmul_peak']:.0%} of peak, {entry['speedup_vs_padded512_fp32']}x padded512, "
-              f"tau {entry['kendall_tau_fast_vs_exact']}", file=sys.stderr)
+              f"tau {entry['kendall_tau_fast_vs_exact']}, exact vs HF max |diff| "
+              f"{format(check['max_abs_diff'], '.3g') if check else None}", file=sys.stderr, flush=True)
         del classifier
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -248,11 +271,15 @@ def main(argv: list[str] | None = None) -> int:
         result["goals"] = {"bert-large fraction of bf16 peak >= 0.40": large["fraction_of_matmul_peak"] >= 0.40,
                            "bert-large >= 20x padded512 fp32": large["speedup_vs_padded512_fp32"] >= 20,
                            "kendall tau fast vs exact >= 0.99": (large["kendall_tau_fast_vs_exact"] or 0) >= 0.99}
-    result["command"] = "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, argv)
     print(f"-> {args.out}", file=sys.stderr)
     return 0
+
+
+def write_result(out: Path, result: dict, argv: list[str] | None) -> None:
+    result["command"] = "python benchmarks/gpu_throughput.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":
