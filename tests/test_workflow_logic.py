@@ -94,8 +94,12 @@ def test_the_paper_profile_resolves_with_gpus_and_its_own_reference():
     assert experiment.tokenizer == "Capreolus/birch-bert-large-mb"
 
 
-def test_rows_and_lineage_of_the_quick_profile():
-    experiment = Experiment(load_config(profile_files("quick")))
+def test_rows_and_lineage_of_the_quick_profile(tmp_path):
+    # the quick rows are the default's; a chained checkpoint (continued from a fine-tuned one) added as a layer
+    layer = tmp_path / "chained.yaml"
+    layer.write_text(yaml.safe_dump({"birch": {"checkpoints": ["scifact", "scifact-cranfield", "minilm-l3-bi-encoder"],
+                                               "passage_checkpoint": "scifact"}}))
+    experiment = Experiment(load_config(profile_files("quick") + [layer]))
     assert experiment.training_chain("scifact-cranfield") == ["beir/scifact/train", "cranfield"]
     assert experiment.hub_model("scifact-cranfield") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
     cells = experiment.plugins["birch"].cells()
