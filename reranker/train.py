@@ -457,16 +457,23 @@ def is_complete(out_dir: str | os.PathLike) -> bool:
 
 @contextlib.contextmanager
 def deterministic(seed: int) -> Iterator[None]:
-    """Seed python, numpy and torch; deterministic torch kernels for the duration."""
+    """Seed python, numpy and torch; deterministic torch kernels for the duration. On a GPU cuDNN's
+    attention is off too (a no-op on a CPU), as in scoring: it plans kernels for every new batch shape
+    (MiniLM-L6's first 8 steps took 4.2 s with it, 0.2 s without, on an H200:
+    results/benchmarks/gpu_train_throughput_cudnn_on.json). PyTorch's own flash and memory-efficient
+    attention still warn that their backward pass is not deterministic; 20 steps run twice from one seed
+    were bit-identical on that GPU, with cuDNN's attention on and off (gpu_train_throughput*.json)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    previous = torch.are_deterministic_algorithms_enabled()
+    previous, cudnn_attention = torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.cudnn_sdp_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cuda.enable_cudnn_sdp(False)
     try:
         yield
     finally:
         torch.use_deterministic_algorithms(previous)
+        torch.backends.cuda.enable_cudnn_sdp(cudnn_attention)
 
 
 def optimizer_for(model: torch.nn.Module, config: TrainingConfig) -> torch.optim.AdamW:
