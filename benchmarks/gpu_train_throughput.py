@@ -38,7 +38,6 @@ import contextlib
 import dataclasses
 import json
 import platform
-import random
 import statistics
 import sys
 import tempfile
@@ -63,29 +62,15 @@ SOURCE = "beir/scifact/train"
 
 
 def write_pairs(directory: Path, count: int, seed: int = 0) -> None:
-    """SciFact train pairs: per query (id order) its judged documents and 7 seeded non-relevant others per
-    positive (like benchmarks/train_throughput.py's), with their ids (the train stage groups pairs by query)."""
-    import ir_datasets
+    """SciFact train pairs (benchmarks/train_throughput.py's, negatives not judged relevant to their query),
+    with their ids: the train stage groups pairs by query."""
+    from train_throughput import scifact_rows
 
-    dataset = ir_datasets.load(SOURCE)
-    docs = {doc.doc_id: f"{doc.title} {doc.text}" for doc in dataset.docs_iter()}
-    topics = {q.query_id: q.text for q in dataset.queries_iter()}
-    qrels: dict[str, set[str]] = {}
-    for qrel in dataset.qrels_iter():
-        if qrel.relevance > 0:
-            qrels.setdefault(qrel.query_id, set()).add(qrel.doc_id)
-    doc_ids = sorted(docs)
-    rows = []
-    for qid in sorted(qrels, key=int):
-        others = random.Random(f"{seed}/{qid}").sample(sorted(set(doc_ids) - qrels[qid]), 7 * len(qrels[qid]))
-        rows += [{"qid": qid, "doc_id": d, "query": topics[qid], "text": docs[d], "label": label}
-                 for d, label in [(d, 1) for d in sorted(qrels[qid])] + [(d, 0) for d in others]]
-        if len(rows) >= count:
-            break
+    rows = scifact_rows(count, seed, negatives_unjudged=True)
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / "train_pairs.jsonl", "w") as f:
-        f.writelines(json.dumps(row) + "\n" for row in rows[:count])
-    print(f"{min(count, len(rows))} {SOURCE} pairs -> {directory / 'train_pairs.jsonl'}", file=sys.stderr)
+        f.writelines(json.dumps(row) + "\n" for row in rows)
+    print(f"{len(rows)} {SOURCE} pairs -> {directory / 'train_pairs.jsonl'}", file=sys.stderr)
 
 
 def random_model(shape: str, head: str, tokenizer_dir: Path, directory: Path) -> Path:

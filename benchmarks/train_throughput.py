@@ -41,8 +41,10 @@ TARGET = 3.0  # the issue's goal: 3x today's pairs/s at the same max length
 BATCH = 16
 
 
-def scifact_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str], list[int]]:
-    """Real SciFact train (query, title + abstract, label) triples: positives and seeded random others."""
+def scifact_rows(count: int, seed: int = 0, negatives_unjudged: bool = False) -> list[dict]:
+    """Real SciFact train pairs, per query (id order): its judged documents, then 7 seeded others per positive
+    (from every document, or with `negatives_unjudged` from those not judged relevant to it), as
+    {qid, doc_id, query, text (title + abstract), label}."""
     import ir_datasets
 
     dataset = ir_datasets.load("beir/scifact/train")
@@ -53,16 +55,21 @@ def scifact_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str], list
         if qrel.relevance > 0:
             qrels.setdefault(qrel.query_id, set()).add(qrel.doc_id)
     doc_ids = sorted(docs)
-    queries, texts, labels = [], [], []
+    rows: list[dict] = []
     for qid in sorted(qrels, key=int):
-        others = random.Random(f"{seed}/{qid}").sample(doc_ids, 7 * len(qrels[qid]))
-        for doc_id, label in [(d, 1) for d in sorted(qrels[qid])] + [(d, 0) for d in others]:
-            queries.append(topics[qid])
-            texts.append(docs[doc_id])
-            labels.append(label)
-        if len(queries) >= count:
+        pool = sorted(set(doc_ids) - qrels[qid]) if negatives_unjudged else doc_ids
+        others = random.Random(f"{seed}/{qid}").sample(pool, 7 * len(qrels[qid]))
+        rows += [{"qid": qid, "doc_id": d, "query": topics[qid], "text": docs[d], "label": label}
+                 for d, label in [(d, 1) for d in sorted(qrels[qid])] + [(d, 0) for d in others]]
+        if len(rows) >= count:
             break
-    return queries[:count], texts[:count], labels[:count]
+    return rows[:count]
+
+
+def scifact_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str], list[int]]:
+    """scifact_rows as (queries, texts, labels)."""
+    rows = scifact_rows(count, seed)
+    return [r["query"] for r in rows], [r["text"] for r in rows], [r["label"] for r in rows]
 
 
 class Path_:
