@@ -30,7 +30,8 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
     config = cfg.load_config(overrides=layer)
     experiment = Experiment(config)
     labels = [label for label, _, _ in experiment.plugins["birch"].rows()]
-    assert labels[0] == "BM25+RM3 (20 terms)" and "Top2P over sentences, BERT(SciFact)" in labels
+    passage = experiment.label(config["birch"]["passage_checkpoint"])  # the aggregation rows' checkpoint
+    assert labels[0] == "BM25+RM3 (20 terms)" and f"Top2P over sentences, {passage}" in labels
     assert any(e["group"] == "BM25+RM3 (20 terms)" and e["row"] == "cranfield" for e in experiment.baseline_spec()["eval"])
     assert "BM25+RM3 (20 terms) (fb_terms=20, fb_docs=10, original_query_weight=0.5)" in experiment.baselines_caption()
     assert re.fullmatch(registry.wildcard_pattern(registry.FIRST_STAGES), "bm25_rm3_20")
