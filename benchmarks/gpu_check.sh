@@ -122,7 +122,7 @@ train = load("gpu_train_throughput.json")
 if train:
     print(f"\ntraining on {train['device']} ({train['versions']}), batch 16, {train['pairs']['count']} SciFact pairs, "
           f"{train['timed_steps']} timed steps after {train['warmup_steps']}")
-    print(f"{'run':<16}{'steps/s':>8}{'pairs/s':>9}{'ms/step':>8}{'min/1k':>7}{'nondet':>8}{'no cuDNN':>9}{'cold s':>7}"
+    print(f"{'run':<16}{'steps/s':>8}{'pairs/s':>9}{'ms/step':>8}{'min/1k':>7}{'nondet':>8}{'cuDNN on':>9}{'cold s':>7}"
           f"{'tok/pair':>9}{'pad':>6}{'MiB':>8}")
     for name, e in train["runs"].items():
         if "error" in e:
@@ -133,7 +133,7 @@ if train:
         other = lambda k: v[k]["steps_per_second"] if k in v else "-"
         print(f"{name:<16}{t.get('steps_per_second', '-'):>8}{t.get('pairs_per_second', '-'):>9}"
               f"{t.get('step_ms', {}).get('median', '-'):>8}{t.get('minutes_per_1000_steps', '-'):>7}"
-              f"{other('nondeterministic'):>8}{other('no_cudnn_sdp'):>9}{t.get('cold', {}).get('seconds', '-'):>7}"
+              f"{other('nondeterministic'):>8}{other('cudnn_on'):>9}{t.get('cold', {}).get('seconds', '-'):>7}"
               f"{e['mean_tokens_per_pair']:>9}{t.get('padding_fraction', 0):>6.1%}{e.get('peak_memory_mib', '-'):>8}")
     warned = sorted({w for e in train["runs"].values() for w in e.get("variants", {}).get("train_stage", {}).get("warnings", [])})
     for w in warned:

@@ -16,8 +16,9 @@ Per run (`SHAPE:MAX_LENGTH`), on one model and optimiser, in turn (`--variants`)
 * `train_stage`: as train() runs it, inside train.deterministic() (deterministic algorithms, warn_only);
   its warm-up steps (the first shapes, the allocator, kernel plans) are reported as `cold`;
 * `nondeterministic`: the same steps with torch.use_deterministic_algorithms(False): what determinism costs;
-* `no_cudnn_sdp` (GPU only): deterministic, cuDNN's attention disabled (scoring disables it: it plans every
-  new batch shape anew).
+* `cudnn_on` (GPU only): deterministic, with cuDNN's attention turned back on, as the stage ran before it
+  was turned off (hardware.disable_cudnn_attention: it plans every new batch shape anew). Stored results
+  made before that change name this comparison's other side `no_cudnn_sdp`.
 
 Each variant: `--warmup` untimed steps, then `--steps` timed ones; steps/s is 1 / the median step time,
 pairs/s the mean batch (16 but for an epoch's last) x that. `--determinism-steps N` also trains the first
@@ -56,7 +57,7 @@ from reranker import train as tr  # noqa: E402
 
 SHAPES = {**SCORING_SHAPES, "bert-small": (4, 512, 8, 2048)}  # (layers, hidden, heads, intermediate)
 HEADS = {"minilm-l6": "mean_pooling"}  # the head the train stage gives all-MiniLM-L6-v2; BERT's: [CLS]
-VARIANTS = ("train_stage", "nondeterministic", "no_cudnn_sdp")
+VARIANTS = ("train_stage", "nondeterministic", "cudnn_on")
 DEFAULT_RUNS = ("minilm-l6:128", "minilm-l6:192", "bert-base:128", "bert-base:192", "bert-small:256")
 SOURCE = "beir/scifact/train"
 
@@ -113,16 +114,10 @@ def variant_context(variant: str, seed: int, device: torch.device) -> Iterator[N
         finally:
             torch.use_deterministic_algorithms(previous)
         return
-    with tr.deterministic(seed):  # as train() wraps the whole stage
-        if variant == "no_cudnn_sdp" and device.type == "cuda":
-            previous = torch.backends.cuda.cudnn_sdp_enabled()
-            torch.backends.cuda.enable_cudnn_sdp(False)
-            try:
-                yield
-            finally:
-                torch.backends.cuda.enable_cudnn_sdp(previous)
-        else:
-            yield
+    with tr.deterministic(seed):  # as train() wraps the whole stage; it turns cuDNN's attention off
+        if variant == "cudnn_on":
+            torch.backends.cuda.enable_cudnn_sdp(True)  # deterministic() restores its own setting after
+        yield
 
 
 def timed_steps(loop: tr.Loop, batches: Iterator[list[int]], count: int) -> dict:
@@ -185,7 +180,7 @@ def measure(shape: str, max_length: int, head: str, rows: list[dict], tokenizer_
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats()
         for variant in variants:
-            if variant == "no_cudnn_sdp" and device.type != "cuda":
+            if variant == "cudnn_on" and device.type != "cuda":
                 continue
             # The warnings' filters stay as they are (a warning per cuBLAS call, say, would cost as in the stage);
             # entering catch_warnings resets the once-per-location registries, so each variant lists its own.

@@ -65,7 +65,7 @@ from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
 from reranker.forward import bert_logits, cosines, supports_fast_path
-from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, machine, resolve_precision
+from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, disable_cudnn_attention, machine, resolve_precision
 from reranker.models import Classifier, load_classifier, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
@@ -132,10 +132,7 @@ class Scorer:
             torch.set_num_threads(self.threads)
         else:
             self.threads = None
-            # cuDNN's attention plans every new (batch, length) shape anew, and bucketed batches are
-            # all new shapes: measured on an H100, bert-base bf16 fell to 1.9k pairs/s cold with it,
-            # against 12k cold and 19-20k warm with PyTorch's own flash/efficient kernels.
-            torch.backends.cuda.enable_cudnn_sdp(False)
+            disable_cudnn_attention()
         classifier.model.to(self.device)
         self.pad_id = pad_id(classifier.tokenizer)
         self.fast_path = classifier.head != "bi_encoder" and supports_fast_path(classifier.model)

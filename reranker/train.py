@@ -457,18 +457,17 @@ def is_complete(out_dir: str | os.PathLike) -> bool:
 
 @contextlib.contextmanager
 def deterministic(seed: int) -> Iterator[None]:
-    """Seed python, numpy and torch; deterministic torch kernels for the duration. On a GPU cuDNN's
-    attention is off too (a no-op on a CPU), as in scoring: it plans kernels for every new batch shape
-    (MiniLM-L6's first 8 steps took 4.2 s with it, 0.2 s without, on an H200:
-    results/benchmarks/gpu_train_throughput_cudnn_on.json). PyTorch's own flash and memory-efficient
-    attention still warn that their backward pass is not deterministic; 20 steps run twice from one seed
-    were bit-identical on that GPU, with cuDNN's attention on and off (gpu_train_throughput*.json)."""
+    """Seed python, numpy and torch; deterministic torch kernels for the duration, and cuDNN's attention
+    off as in scoring (hardware.disable_cudnn_attention says why). PyTorch's own flash and
+    memory-efficient attention still warn that their backward pass is not deterministic; 20 steps run
+    twice from one seed were bit-identical on an H200, with cuDNN's attention on and off
+    (results/benchmarks/gpu_train_throughput*.json)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    previous, cudnn_attention = torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.cudnn_sdp_enabled()
+    previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cuda.enable_cudnn_sdp(False)
+    cudnn_attention = hardware.disable_cudnn_attention()
     try:
         yield
     finally:
