@@ -11,6 +11,8 @@
 #   HF_HOME=/work/shared/hf_home HF_HUB_OFFLINE=1 IR_DATASETS_HOME=$PWD/.cache/ir_datasets \
 #     .venv/bin/python benchmarks/gpu_throughput.py --write-pairs .gpu/pairs        # pairs.jsonl + tokenizer
 #   ... .venv/bin/python benchmarks/gpu_train_throughput.py --write-pairs .gpu/pairs  # train_pairs.jsonl
+#   ... .venv/bin/python benchmarks/gpu_throughput.py --write-trained runs/default/work/checkpoints/NAME \
+#         .gpu/trained/NAME   # optional: a trained checkpoint in bf16 (44 MB for MiniLM-L6), scored beside the shapes
 #
 #   bash benchmarks/gpu_check.sh            # on the GPU machine: OUT=... (default /tmp/gpu_check)
 #   GPU_CHECK_TINY=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh   # a seconds-long smoke test on a CPU
@@ -36,7 +38,7 @@ else
   SCORE_ARGS=()  # all three shapes, all 16,437 pairs, 512 padded pairs, 128 checked
   TRAIN_ARGS=(--runs minilm-l6:128 minilm-l6:192 bert-base:128 bert-base:192 bert-small:256
               --warmup 8 --steps 40 --determinism-steps 20)
-  T_SCORE=210 T_TRAIN=140  # the expected: ~100 s and ~80 s on an H100; a step killed keeps its finished shapes and runs
+  T_SCORE=260 T_TRAIN=140  # the expected: ~100 s (+~20 s a trained checkpoint) and ~80 s on an H100; a step killed keeps its finished shapes and runs
 fi
 declare -A RC
 started=$(date +%s)
@@ -76,6 +78,8 @@ RC[machine]=$?
 cat "$OUT/env.txt"
 
 echo "== 2. scoring: benchmarks/gpu_throughput.py =="
+TRAINED=(.gpu/trained/*/)
+[ -d "${TRAINED[0]}" ] && SCORE_ARGS+=(--trained "${TRAINED[@]%/}")
 timeout -k 10 "$T_SCORE" "$PY" benchmarks/gpu_throughput.py --pairs-file "$PAIRS/pairs.jsonl" --tokenizer "$PAIRS" \
   "${SCORE_ARGS[@]}" --out "$OUT/gpu_throughput.json" > "$OUT/gpu_throughput.log" 2>&1
 RC[scoring]=$?
@@ -108,12 +112,12 @@ score = load("gpu_throughput.json")
 if score:
     print(f"\nscoring on {score['device']} (torch {score['torch']}, transformers {score.get('transformers')}), "
           f"{score['pairs']} pairs; {score['matmul_peak_dtype']} matmul peak {score['matmul_peak_tflops']} TFLOP/s")
-    print(f"{'shape':<11}{'fast/s':>9}{'exact/s':>9}{'pad512/s':>9}{'TFLOP/s':>9}{'%peak':>7}{'x pad':>7}{'tau':>8}"
+    print(f"{'shape':<24}{'fast/s':>9}{'exact/s':>9}{'pad512/s':>9}{'TFLOP/s':>9}{'%peak':>7}{'x pad':>7}{'tau':>8}"
           f"{'|diff|':>10}{'R04 h':>7}")
     for shape, e in score["shapes"].items():
         p, check = e["pairs_per_second"], e.get("check_exact_vs_hf_one_at_a_time_fp32") or {}
         tflops = e["achieved_tflops"].get("fast", e["achieved_tflops"].get("exact"))
-        print(f"{shape:<11}{p.get('fast', '-'):>9}{p['exact']:>9}{p['padded512_fp32']:>9}{tflops:>9}"
+        print(f"{shape:<24}{p.get('fast', '-'):>9}{p['exact']:>9}{p['padded512_fp32']:>9}{tflops:>9}"
               f"{e['fraction_of_matmul_peak']:>7.0%}{e['speedup_vs_padded512_fp32']:>7}"
               f"{e['kendall_tau_fast_vs_exact'] if e['kendall_tau_fast_vs_exact'] is not None else '-':>8}"
               f"{format(check['max_abs_diff'], '.2g') if check else '-':>10}{e['robust04_hours']['1 device']:>7}")

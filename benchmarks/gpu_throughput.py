@@ -16,6 +16,12 @@ no hub access can build them. Per shape, in one run:
 * sizing: hours to score Birch's Robust04 setting (249 queries x 1000 documents x ~24.6 sentences:
   about 6.1 million pairs per checkpoint) on one device and on N.
 
+`--trained DIR ...` adds trained checkpoints (a saved reranker directory; weights stored in bf16, as
+`--write-trained SRC DST` writes them here to fit the GPU machine's upload limit, are upcast to fp32
+first): the same measurements on weights that learned, whose logits are not nearly tied as random
+ones are, so that Kendall tau says what bf16 does to a real ranking. Tau is given over all pairs and
+as the mean over queries of the tau within each query's pairs (the order a reranker uses).
+
 The pairs come from `--pairs-file` (JSONL of {"query", "text"}), which `--write-pairs` makes from
 ir_datasets' Cranfield, so that the GPU machine needs neither ir_datasets nor the collection; the
 tokenizer is a saved BERT-uncased vocabulary (`--tokenizer DIR`, written by `--write-pairs` too).
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -108,6 +115,44 @@ def random_model(shape: str, tokenizer_dir: Path, directory: Path) -> Path:
     return directory
 
 
+def write_trained(source: Path, directory: Path) -> None:
+    """A copy of a saved checkpoint with its weights in bf16 (half the bytes), for a machine they must be carried to."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(source, directory, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.png", "*.jsonl"))
+    weights = directory / "model.safetensors"
+    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    print(f"{source} -> {directory} (bf16 weights)", file=sys.stderr)
+
+
+def trained_model(source: Path, directory: Path) -> Path:
+    """A saved checkpoint with its weights upcast to fp32 (bf16-rounded values if it was carried in bf16)."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(source, directory, dirs_exist_ok=True)
+    weights = directory / "model.safetensors"
+    save_file({k: v.float().contiguous() for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    config = json.loads((directory / "config.json").read_text())
+    config["dtype"] = "float32"
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+    return directory
+
+
+def shape_of(directory: Path) -> tuple[int, int, int, int]:
+    config = json.loads((directory / "config.json").read_text())
+    return (config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"], config["intermediate_size"])
+
+
+def within_query_tau(queries: list[str], a: np.ndarray, b: np.ndarray) -> float | None:
+    """Mean over queries of Kendall tau between a and b on that query's pairs (queries with 2+ pairs)."""
+    groups: dict[str, list[int]] = {}
+    for index, query in enumerate(queries):
+        groups.setdefault(query, []).append(index)
+    taus = [kendall_tau(a[rows], b[rows]) for rows in groups.values() if len(rows) > 1]
+    taus = [t for t in taus if not np.isnan(t)]
+    return round(float(np.mean(taus)), 4) if taus else None
+
+
 def encoder_flops(lengths, layers: int, hidden: int, inner: int) -> float:
     """2 x multiply-adds of the encoder over sequences of these lengths (embeddings, head negligible)."""
     return float(sum(layers * n * (2 * (4 * hidden * hidden + 2 * hidden * inner) + 4 * n * hidden) for n in lengths))
@@ -180,7 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=20000)
     parser.add_argument("--padded-pairs", type=int, default=512, help="pairs timed on the 512-padded path")
     parser.add_argument("--check-pairs", type=int, default=128, help="pairs checked against the plain HF forward")
-    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--trained", nargs="+", type=Path, default=[], help="saved checkpoints to measure too")
+    parser.add_argument("--write-trained", nargs=2, type=Path, metavar=("SRC", "DST"),
+                        help="write a bf16 copy of checkpoint SRC to DST, then stop")
     parser.add_argument("--batch-size", type=int, default=512, help="pairs per batch, at most")
     parser.add_argument("--batch-tokens", type=int, default=65536, help="padded tokens per batch, at most")
     parser.add_argument("--gpus", type=int, default=8, help="N of the sizing's N-device line")
@@ -188,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write_pairs:
         write_pairs(args.write_pairs, args.pairs, args.base)
+        return 0
+    if args.write_trained:
+        write_trained(*args.write_trained)
         return 0
     if args.pairs_file is None:
         parser.error("give --pairs-file (made by --write-pairs) or --write-pairs")
@@ -217,10 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"{result['device']}: {result['matmul_peak_dtype']} matmul peak {result['matmul_peak_tflops']} TFLOP/s",
           file=sys.stderr)
-    for shape in args.shapes:
-        layers, hidden, _, inner = SHAPES[shape]
+    models = [(shape, SHAPES[shape], lambda tmp, shape=shape: random_model(shape, tokenizer_dir, tmp)) for shape in args.shapes]
+    models += [(f"trained:{path.name}", shape_of(path), lambda tmp, path=path: trained_model(path, tmp)) for path in args.trained]
+    for shape, dims, make in models:
+        layers, hidden, _, inner = dims
         with tempfile.TemporaryDirectory() as tmp:
-            classifier = load_classifier(str(random_model(shape, tokenizer_dir, Path(tmp))))
+            classifier = load_classifier(str(make(Path(tmp) / "model")))
         timings: dict[str, float] = {}
         scores: dict[str, np.ndarray] = {}
         for name, precision in (("fast", "fast"), ("exact", "exact")):
@@ -243,13 +296,17 @@ def main(argv: list[str] | None = None) -> int:
         per_second["padded512_fp32"] = n_padded / padded_seconds
         best = "fast" if "fast" in timings else "exact"
         entry = {
-            "layers_hidden_heads_intermediate": SHAPES[shape],
+            "layers_hidden_heads_intermediate": dims,
+            "weights": f"trained: {classifier.head} head, {args.trained[[f'trained:{p.name}' for p in args.trained].index(shape)]}"
+            if shape.startswith("trained:") else "random (seeded)",
             "mean_tokens": round(statistics.fmean(lengths), 1), "max_tokens": max(lengths),
             "pairs_per_second": {k: round(v, 1) for k, v in per_second.items()},
             "achieved_tflops": {k: round(flops / s / 1e12, 3) for k, s in timings.items()},
             "fraction_of_matmul_peak": round(flops / timings[best] / 1e12 / result["matmul_peak_tflops"], 3),
             "speedup_vs_padded512_fp32": round(per_second[best] / per_second["padded512_fp32"], 1),
             "kendall_tau_fast_vs_exact": round(kendall_tau(scores["fast"][:, 1], scores["exact"][:, 1]), 4)
+            if "fast" in scores else None,
+            "kendall_tau_fast_vs_exact_within_query_mean": within_query_tau(queries, scores["fast"][:, 1], scores["exact"][:, 1])
             if "fast" in scores else None,
             "check_exact_vs_hf_one_at_a_time_fp32": check,
             "robust04_hours": {"1 device": round(ROBUST04_PAIRS / per_second[best] / 3600, 2),
@@ -259,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         write_result(args.out, result, argv)  # each shape as it ends: a later one that fails or is killed keeps it
         print(f"{shape}: {entry['pairs_per_second']} pairs/s, {entry['achieved_tflops']} TFLOP/s, "
               f"{entry['fraction_of_matmul_peak']:.0%} of peak, {entry['speedup_vs_padded512_fp32']}x padded512, "
-              f"tau {entry['kendall_tau_fast_vs_exact']}, exact vs HF max |diff| "
+              f"tau {entry['kendall_tau_fast_vs_exact']} (within queries {entry['kendall_tau_fast_vs_exact_within_query_mean']}), exact vs HF max |diff| "
               f"{format(check['max_abs_diff'], '.3g') if check else None}", file=sys.stderr, flush=True)
         del classifier
         if device.type == "cuda":
