@@ -316,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         write_result(args.out, result, argv)  # each shape as it ends: a later one that fails or is killed keeps it
         print(f"{shape}: {entry['pairs_per_second']} pairs/s, {entry['achieved_tflops']} TFLOP/s, "
               f"{entry['fraction_of_matmul_peak']:.0%} of peak, {entry['speedup_vs_padded512_fp32']}x padded512, "
-              f"tau {entry['kendall_tau_fast_vs_exact']} (within queries {entry['kendall_tau_fast_vs_exact_within_query_mean']}), exact vs HF max |diff| "
+              f"tau {entry['kendall_tau_fast_vs_exact']} (within queries "
+              f"{entry['kendall_tau_fast_vs_exact_within_query_mean']}), exact vs HF max |diff| "
               f"{format(check['max_abs_diff'], '.3g') if check else None}", file=sys.stderr, flush=True)
         del classifier
         if device.type == "cuda":
