@@ -171,7 +171,7 @@ def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_thei
     assert row.startswith(" best passage: lr 3e-05, 3 epochs, every pair, the last step kept, of a relevant document "
                           "only the passage that Bi-encoder MiniLM-L6 (zero-shot)")
     metas = experiment.plugins["ntnu"].table_metas("ntnu_5_6")
-    assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-6", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
+    assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-2", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
                                                  "ntnu-distilled-layers-4", "ntnu-distilled-layers-2",
                                                  "ntnu-distilled-layers-1"]
 
@@ -210,8 +210,8 @@ def test_ntnu_rows_columns_and_pipelines_of_the_quick_profile():
     distilled = {label: run for g, label, run in cells if g == "Distilled"}
     assert distilled["MiniLM-L6, first 4 layers"] == experiment.plugins["ntnu"].run("distilled-layers-4", section["aggregation"])
     assert experiment.plugins["ntnu"].eval(distilled["MiniLM-L6, first 4 layers"]) in experiment.plugins["ntnu"].table_inputs("ntnu_5_6")
-    # The distilled students learn from the 6-epoch teacher, whose checkpoint their training waits for.
-    assert experiment.checkpoint_files("ntnu-epochs-6")[0] in experiment.training_inputs("ntnu-distilled-layers-4")
+    # The distilled students learn from the 2-epoch teacher, whose checkpoint their training waits for.
+    assert experiment.checkpoint_files("ntnu-epochs-2")[0] in experiment.training_inputs("ntnu-distilled-layers-4")
     # The rows the profile names null are gone, from the section and from the checkpoints alike.
     assert "seed-3" not in section["models"] and "ntnu-seed-3" not in config["checkpoints"]
     assert "layers-2" not in section["tables"]["ntnu_5_6"]["distilled"] and "layers-4" in section["tables"]["ntnu_5_6"]["distilled"]
