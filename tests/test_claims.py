@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from reranker import claims, notes, significance, tables
+from reranker import config as cfg
 from reranker.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
 
@@ -165,6 +166,29 @@ def test_the_stored_default_keeps_a_learned_birch_row():
     assert best_alone >= 0.8 * cranfield["BM25+RM3"]["AP@1000"]
     for name, checkpoint in document["provenance"]["checkpoints"].items():
         assert notes.learned(checkpoint["validation"]), name
+
+
+def test_the_stored_default_keeps_learned_radboud_and_ntnu_rows():
+    """What issue 40 asked of the stored default's Radboud and NTNU tables (results/, from a clean run):
+    - Radboud: every fold's baseline checkpoint ends at least 15% below its label prior on held-out pairs, the
+      baseline is above BM25 on nDCG@20 and on the thesis' measure (pooled over the folds), and every variant
+      starts as the baseline does (the configuration carries the base's trained head into every row);
+    - NTNU: BERT-Max or BERT-Mean at or above BM25 on MRR@10, each row keeping its best held-out step."""
+    results = Path(__file__).resolve().parent.parent / "results"
+    config = cfg.load_config()
+    radboud = json.loads((results / "numbers" / "radboud_2_1.json").read_text())
+    (group, rows), = radboud["numbers"].items()
+    folds = radboud["provenance"]["checkpoints"]["BERT baseline"]
+    assert len(folds) == 5
+    for fold in folds:
+        assert fold["validation"]["loss"] <= 0.85 * fold["validation"]["prior_loss"], fold["validation"]
+    for measure in ("nDCG@20", "RadboudNDCG@20"):
+        assert rows["BERT baseline"][measure] > rows["BM25"][measure], (group, measure)
+    assert config["radboud"]["carry_head"]
+    ntnu = json.loads((results / "numbers" / "ntnu_5_1.json").read_text())
+    (collection, rows), = ntnu["numbers"].items()
+    assert max(rows[f"MiniLM-L6, {a}"]["RR@10"] for a in ("MaxP", "MeanP")) >= rows["BM25"]["RR@10"], collection
+    assert config["ntnu"]["training"]["select"] == "best"
 
 
 def holm_document(pvalues: dict | None, group: str = "g") -> dict:
