@@ -268,9 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"{result['device']}: {result['matmul_peak_dtype']} matmul peak {result['matmul_peak_tflops']} TFLOP/s",
           file=sys.stderr)
-    models = [(shape, SHAPES[shape], lambda tmp, shape=shape: random_model(shape, tokenizer_dir, tmp)) for shape in args.shapes]
-    models += [(f"trained:{path.name}", shape_of(path), lambda tmp, path=path: trained_model(path, tmp)) for path in args.trained]
-    for shape, dims, make in models:
+    # (name, shape, where its weights come from, how to save them in a folder)
+    models = [(shape, SHAPES[shape], "random (seeded)", lambda tmp, shape=shape: random_model(shape, tokenizer_dir, tmp))
+              for shape in args.shapes]
+    models += [(f"trained:{path.name}", shape_of(path), f"trained: {path}", lambda tmp, path=path: trained_model(path, tmp))
+               for path in args.trained]
+    for shape, dims, weights, make in models:
         layers, hidden, _, inner = dims
         with tempfile.TemporaryDirectory() as tmp:
             classifier = load_classifier(str(make(Path(tmp) / "model")))
@@ -297,8 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         best = "fast" if "fast" in timings else "exact"
         entry = {
             "layers_hidden_heads_intermediate": dims,
-            "weights": f"trained: {classifier.head} head, {args.trained[[f'trained:{p.name}' for p in args.trained].index(shape)]}"
-            if shape.startswith("trained:") else "random (seeded)",
+            "weights": weights, "head": classifier.head,
             "mean_tokens": round(statistics.fmean(lengths), 1), "max_tokens": max(lengths),
             "pairs_per_second": {k: round(v, 1) for k, v in per_second.items()},
             "achieved_tflops": {k: round(flops / s / 1e12, 3) for k, s in timings.items()},
