@@ -163,7 +163,8 @@ def test_quick_profile_writes_every_table(quick_run):
     assert (quick_run / "figures" / "birch_main_per_query_ap.png").stat().st_size > 0
     # Each fine-tuned checkpoint's held-out loss against the label prior: a curve and a note.
     table = (quick_run / "tables" / "birch_main.md").read_text()
-    for name, label in (("scifact-soft-80", "BERT(SciFact+titles, soft labels 0.8)"), ("scifact-bi", "Bi-encoder MiniLM-L3 (SciFact+titles)")):
+    labels = {"scifact-soft-80": "BERT(SciFact+titles, soft labels 0.8)", "scifact-bi": "Bi-encoder MiniLM-L3 (SciFact+titles)"}
+    for name, label in labels.items():
         assert (quick_run / "figures" / f"checkpoint_{name}_loss.png").stat().st_size > 0
         assert f"{label}: held-out loss" in table and "label prior" in table
     assert "Bi-encoder MiniLM-L3 (zero-shot) 1S" in table
