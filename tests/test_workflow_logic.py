@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from reranker.config import CONFIG_DIR, load_config
-from reranker.workflow import Experiment
+from reranker.workflow import TRAIN_PRIORITY, Experiment, job_priority
 
 REPO = Path(__file__).resolve().parent.parent
 # Flags a rule may pass: paths, the ids a job is about (which experiment's section, which ranking of the
@@ -231,3 +231,13 @@ def test_plain_snakemake_loads_the_default_profile():
     assert "Using workflow specific profile profiles/default" in result.stdout + result.stderr
     profile = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
     assert profile["rerun-incomplete"] and profile["show-failed-logs"]
+
+
+def test_a_two_core_job_outranks_any_two_one_core_jobs():
+    """Snakemake starts the ready set with the largest summed priority that fits the free cores (its ILP;
+    its greedy fallback takes the single highest first). On 2 cores a two-core index, retrieval or
+    training must win over two one-core trainings, or it waits until both cores come free at once."""
+    most_two_one_core = 2 * job_priority(1, TRAIN_PRIORITY)
+    assert job_priority(2) > most_two_one_core
+    assert job_priority(2, TRAIN_PRIORITY) > most_two_one_core
+    assert job_priority(1) == 0 and job_priority(1, TRAIN_PRIORITY) == TRAIN_PRIORITY

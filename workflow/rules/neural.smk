@@ -34,7 +34,7 @@ rule train:
         P("log", stage="train", name="{checkpoint}"),
     benchmark:
         P("benchmark", stage="train", name="{checkpoint}")
-    priority: 10  # the longest job on the critical path: start it as soon as its inputs exist
+    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint), TRAIN_PRIORITY)
     conda:
         ENV
     threads: lambda w: EXP.job_threads(w.checkpoint)
@@ -76,6 +76,7 @@ rule score:
         P("log", stage="score", name=SCORE_LOG),
     benchmark:
         P("benchmark", stage="score", name=SCORE_LOG)
+    priority: job_priority(THREADS)
     conda:
         ENV
     threads: THREADS

@@ -60,6 +60,7 @@ rule score_ntnu:
         P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
     benchmark:
         P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
+    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint))
     conda:
         ENV
     threads: lambda w: EXP.job_threads(w.checkpoint)

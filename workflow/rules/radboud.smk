@@ -56,6 +56,7 @@ rule score_radboud:
         P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
     benchmark:
         P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
+    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint))
     conda:
         ENV
     threads: lambda w: EXP.job_threads(w.checkpoint)

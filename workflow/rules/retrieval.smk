@@ -8,6 +8,7 @@ rule index:
         P("log", stage="index", name="{collection}"),
     benchmark:
         P("benchmark", stage="index", name="{collection}")
+    priority: job_priority(THREADS)
     conda:
         ENV
     threads: THREADS
@@ -30,6 +31,7 @@ rule retrieve:
         P("log", stage="retrieve", name="{collection}.{model}"),
     benchmark:
         P("benchmark", stage="retrieve", name="{collection}.{model}")
+    priority: job_priority(THREADS)
     conda:
         ENV
     threads: THREADS
