@@ -98,7 +98,8 @@ def test_rows_and_lineage_of_the_quick_profile(tmp_path):
     # the quick rows are the default's; a chained checkpoint (continued from a fine-tuned one) added as a layer
     layer = tmp_path / "chained.yaml"
     layer.write_text(yaml.safe_dump({"birch": {"checkpoints": ["scifact", "scifact-cranfield", "minilm-l3-bi-encoder"],
-                                               "passage_checkpoint": "scifact"}}))
+                                               "passage_checkpoint": "scifact"},
+                                     "checkpoints": {"scifact": {"base": "minilm-l3"}}}))
     experiment = Experiment(load_config(profile_files("quick") + [layer]))
     assert experiment.training_chain("scifact-cranfield") == ["beir/scifact/train", "cranfield"]
     assert experiment.hub_model("scifact-cranfield") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
@@ -114,12 +115,13 @@ def test_rows_and_lineage_of_the_quick_profile(tmp_path):
 
 def test_a_carried_head_is_a_declared_input_and_its_folder_a_flag(tmp_path):
     layer = tmp_path / "carry.yaml"
-    layer.write_text(yaml.safe_dump({"radboud": {"training": {"head_from": "scifact"}}}))
+    # a variant's own head_from (its training merges last, over carry_head's)
+    layer.write_text(yaml.safe_dump({"radboud": {"variants": {"regression-binary": {"training": {"head_from": "scifact-bi"}}}}}))
     experiment = Experiment(load_config(profile_files("quick") + [layer]))
     name = "radboud-regression-binary-g1-f1"
-    assert experiment.head_from(name) == "scifact"
-    assert set(experiment.checkpoint_files("scifact")) <= set(experiment.training_inputs(name))
-    assert f"--head-from {experiment.checkpoint_ref('scifact')}" in experiment.model_flags(name)
+    assert experiment.head_from(name) == "scifact-bi"
+    assert set(experiment.checkpoint_files("scifact-bi")) <= set(experiment.training_inputs(name))
+    assert f"--head-from {experiment.checkpoint_ref('scifact-bi')}" in experiment.model_flags(name)
     assert experiment.head_from("scifact") is None and "--head-from" not in experiment.model_flags("scifact")
     # a positives filter likewise (config.CHECKPOINT_SETTINGS): a fine-tuned one is an input, a hub one a flag
     layer.write_text(yaml.safe_dump({"ntnu": {"training": {"positives": "best", "positive_filter": "scifact"}}}))
@@ -162,14 +164,13 @@ def test_ntnu_captions_name_the_rows_that_train_otherwise_and_tables_record_thei
     assert "at most 12800 pairs, the best step on held-out loss kept" in small and "first 4 layers" not in small
     assert "distilled" in experiment.plugins["ntnu"].caption("ntnu_5_6").split("unless the row says.", 1)[1]
     assert experiment.plugins["ntnu"].training_exceptions("ntnu_5_2") == ""  # head-only differs in what it trains: its label says
-    assert "(passages of relevant documents positive;" in size
-    cleaner = tmp_path / "cleaner.yaml"  # a row trained on each relevant document's best passage says so, and by what
-    cleaner.write_text(yaml.safe_dump({"ntnu": {"models": {"best-passage": {
-        "label": "best passage", "tables": ["ntnu_5_1"],
-        "training": {"max_pairs": None, "positives": "best", "positive_filter": "minilm-l6-bi-encoder"}}}}}))
-    row = Experiment(load_config([cleaner])).plugins["ntnu"].training_exceptions("ntnu_5_1")
-    assert row.startswith(" best passage: lr 3e-05, 3 epochs, every pair, the last step kept, of a relevant document "
-                          "only the passage that Bi-encoder MiniLM-L6 (zero-shot)")
+    assert "(of a relevant document only the passage that Bi-encoder MiniLM-L6 (zero-shot)" in size  # the default's filter
+    noisy = tmp_path / "noisy.yaml"  # a row whose positives differ from the reference's (every passage) says so
+    noisy.write_text(yaml.safe_dump({"ntnu": {"models": {"all-passages": {
+        "label": "all passages", "tables": ["ntnu_5_1"], "training": {"max_pairs": None, "positives": "all"}}}}}))
+    row = Experiment(load_config([noisy])).plugins["ntnu"].training_exceptions("ntnu_5_1")
+    assert row == (" all passages: lr 3e-05, 1 epoch, every pair, the best step on held-out loss kept,"
+                   " passages of relevant documents positive.")
     metas = experiment.plugins["ntnu"].table_metas("ntnu_5_6")
     assert [m.split("/")[-2] for m in metas] == ["ntnu-epochs-2", "ntnu-layers-4", "ntnu-layers-2", "ntnu-layers-1",
                                                  "ntnu-distilled-layers-4", "ntnu-distilled-layers-2",
