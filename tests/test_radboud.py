@@ -139,4 +139,6 @@ def test_carry_head_starts_every_variant_from_the_bases_head_and_no_pretraining(
     assert not any(config["checkpoints"]["radboud-pretrain-" + name]["training"].get("head_from")
                    for name in section["pretraining"])
     assert "starts from the base's trained two-way head" in Experiment(config).plugins["radboud"].caption("radboud_3_4")
-    assert "two-way head" not in Experiment(load_config()).plugins["radboud"].caption("radboud_3_4")
+    fresh = tmp_path / "fresh.yaml"  # the default carries it (workflow/config/config.yaml); without, no caption says so
+    fresh.write_text("radboud: {carry_head: false}\n")
+    assert "two-way head" not in Experiment(load_config([fresh])).plugins["radboud"].caption("radboud_3_4")

@@ -124,7 +124,7 @@ def test_a_second_run_from_nothing_gives_identical_bytes(quick_run, second_run):
     compared = compared_files(second_run)
     tables = [name for name in compared if name.startswith("tables/")]
     assert {f"tables/{Path(t).name}" for t in DETERMINISM_TARGETS if t.startswith("tables/")} <= set(tables), tables
-    assert any(name.endswith(".safetensors") for name in compared) and any("birch.scifact.3S" in name for name in compared)
+    assert any(name.endswith(".safetensors") for name in compared) and any("birch.scifact-soft-80.3S" in name for name in compared)
     assert len(compared) > 40, compared
     differ = differing_files(quick_run, second_run)
     assert not differ, differ

@@ -58,13 +58,14 @@ def generated_checkpoints(config: Mapping) -> dict:
             "source": "finetune", "label": spec.get("label", name), "base": section["base"], "train_on": [collection],
             "mix": False, "threads": section["threads"], "training": merge(section.get("training", {}), spec["training"])}
     # carry_head: every variant starts from the base's two-way head, as the baseline does (pre-trainings
-    # train no relevance head, so they have none to carry)
+    # train no relevance head, so they have none to carry). It is a default under the section's training:
+    # a head_from the configuration names, for the section or for a variant, wins.
     carried = {"head_from": section["base"]} if section.get("carry_head") else {}
     for name, spec in section.get("variants", {}).items():
         base = pretrained_checkpoint(spec["pretrained"]) if spec.get("pretrained") else section["base"]
         for point, values in enumerate(section["grid"], start=1):
             for fold in section["folds"]:
-                training = merge(merge(merge(section.get("training", {}), carried), values), spec.get("training", {}))
+                training = merge(merge(merge(carried, section.get("training", {})), values), spec.get("training", {}))
                 entries[radboud_checkpoint(name, point, fold)] = {
                     "source": "finetune", "label": spec["label"], "base": base, "train_on": [collection], "mix": False,
                     "train_fold": fold, "threads": section["threads"], "training": training}
