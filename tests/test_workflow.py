@@ -222,6 +222,9 @@ def test_quick_profile_writes_every_radboud_table(quick_run):
     for number in ("2_1", "2_2", "2_3", "2_4", "3_1", "3_2", "3_3", "3_4", "3_5"):
         for suffix in ("md", "csv", "tex"):
             assert (quick_run / "tables" / f"radboud_{number}.{suffix}").stat().st_size > 0, number
+    # every checkpoint's held-out loss against its prior: a figure per variant (its folds) and per pre-training
+    for figure in ("radboud_baseline_loss", "radboud_regression-binary_loss", "radboud_pretrain_mlm_loss"):
+        assert (quick_run / "figures" / f"{figure}.png").stat().st_size > 1000, figure
     enrich = (quick_run / "tables" / "radboud_2_1.md").read_text()
     assert "| BM25 |" in enrich and "Enrich, swap" in enrich and "‡ against BERT baseline" in enrich
     assert "by level 4's score" in (quick_run / "tables" / "radboud_3_2.md").read_text()
@@ -233,7 +236,9 @@ def test_quick_profile_writes_every_ntnu_table_and_figure(quick_run):
     for number in ("5_1", "5_2", "5_3", "5_4", "5_5", "5_6"):
         for suffix in ("md", "csv", "tex"):
             assert (quick_run / "tables" / f"ntnu_{number}.{suffix}").stat().st_size > 0, number
-    for figure in ("ntnu_5_1", "ntnu_5_3", "ntnu_5_4", "ntnu_candidates"):
+    # the rows no table's figure draws have their own loss curve
+    for figure in ("ntnu_5_1", "ntnu_5_3", "ntnu_5_4", "ntnu_candidates", "ntnu_head-only_loss", "ntnu_layers-4_loss",
+                   "ntnu_distilled-layers-4_loss"):
         assert (quick_run / "figures" / f"{figure}.png").stat().st_size > 1000, figure
     size = (quick_run / "tables" / "ntnu_5_5.md").read_text()
     assert "Queries/min" in size and "| BM25 |" in size and "6/384" in size

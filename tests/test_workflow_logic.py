@@ -242,3 +242,22 @@ def test_a_two_core_job_outranks_any_two_one_core_jobs():
     assert job_priority(2) > most_two_one_core
     assert job_priority(2, TRAIN_PRIORITY) > most_two_one_core
     assert job_priority(1) == 0 and job_priority(1, TRAIN_PRIORITY) == TRAIN_PRIORITY
+
+
+def test_every_radboud_and_ntnu_checkpoint_has_a_loss_curve_figure():
+    """A figure per Radboud variant (its folds) and pre-training, and per NTNU model no table's figure draws;
+    their captions say what each trained on and for how long."""
+    experiment = Experiment(load_config())
+    radboud, ntnu = experiment.plugins["radboud"], experiment.plugins["ntnu"]
+    curves = radboud.curves()
+    section = experiment.config["radboud"]
+    assert set(curves) == ({f"radboud_{v}_loss" for v in section["variants"]}
+                           | {f"radboud_pretrain_{p}_loss" for p in section["pretraining"]})
+    assert [c for _, c in curves["radboud_baseline_loss"]] == [f"radboud-baseline-g1-f{f}" for f in section["folds"]]
+    assert "BERT baseline: 5 checkpoints like `radboud-baseline-g1-f1`" in radboud.curve_caption("radboud_baseline_loss")
+    assert "1 epoch, batch 16, lr 3e-05, the best held-out step kept" in radboud.curve_caption("radboud_baseline_loss")
+    drawn = {"bert", "epochs-2", "seed-2", "seed-3", "seed-4"}  # tables 5.3 and 5.4 draw these
+    assert set(ntnu.curves()) == {f"ntnu_{m}_loss" for m in experiment.config["ntnu"]["models"] if m not in drawn}
+    every = set(radboud.outputs()) | set(ntnu.outputs())
+    assert {experiment.layout.path("figure", figure=f) for f in [*curves, *ntnu.curves()]} <= every
+    assert ntnu.curve_args("ntnu_layers-1_loss").endswith("checkpoints/ntnu-layers-1' --what validation")

@@ -80,7 +80,15 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
         return figures + ([self.layout.path("figure", figure="ntnu_candidates")] if section["sweep_figure"] else [])
 
     def outputs(self) -> list[str]:
-        return [self.layout.path("table", table=t) for t in self.section["tables"]] + self.figures()
+        return ([self.layout.path("table", table=t) for t in self.section["tables"]] + self.figures()
+                + [self.layout.path("figure", figure=f) for f in self.curves()])
+
+    def curves(self) -> dict[str, list[tuple[str, str]]]:
+        """A figure per model whose curve no table's figure draws (table 5.3's and 5.4's draw theirs)."""
+        section = self.section
+        drawn = {m for t, spec in section["tables"].items() if spec["figure"] not in ("none", "ranks") for _, m, _ in self.rows(t)}
+        return {f"ntnu_{name}_loss": [(spec["label"], ntnu_checkpoint(name))] for name, spec in section["models"].items()
+                if name not in drawn}
 
     @property
     def depth(self) -> int:

@@ -89,7 +89,17 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
         return self.ranking_tables() + self.pretraining_tables()
 
     def outputs(self) -> list[str]:
-        return [self.layout.path("table", table=t) for t in self.tables()]
+        return [self.layout.path("table", table=t) for t in self.tables()] + [self.layout.path("figure", figure=f) for f in self.curves()]
+
+    def curves(self) -> dict[str, list[tuple[str, str]]]:
+        """A figure per variant (its checkpoints of every fold and grid point) and per pre-training."""
+        several = len(self.points) > 1
+        figures = {f"radboud_{name}_loss": [(f"{self.point_label(p)}, fold {f}" if several else f"fold {f}", radboud_checkpoint(name, p, f))
+                                            for p in self.points for f in self.section["folds"]]
+                   for name in self.section["variants"]}
+        figures |= {f"radboud_pretrain_{name}_loss": [(spec.get("label", name), pretrained_checkpoint(name))]
+                    for name, spec in self.section["pretraining"].items()}
+        return figures
 
     def ranking_tables(self) -> list[str]:
         return [t for t in self.section["tables"] if any(t in v["tables"] for v in self.section["variants"].values())]

@@ -218,3 +218,25 @@ if NT["sweep_figure"]:
         shell:
             "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
             " --out {output.figure} --numbers {output.numbers} > {log}"
+
+
+for nt_figure in NTNU.curves():
+
+    rule:
+        name:
+            f"figure_{nt_figure}"
+        input:
+            [PATH("checkpoint_meta", checkpoint=c) for _, c in NTNU.curves()[nt_figure]],
+        output:
+            figure_report(PATH("figure", figure=nt_figure), "NTNU"),
+        log:
+            PATH("log", stage="figures", name=nt_figure),
+        benchmark:
+            PATH("benchmark", stage="figures", name=nt_figure)
+        conda:
+            ENV
+        params:
+            args=NTNU.curve_args(nt_figure),
+            figure_caption=NTNU.curve_caption(nt_figure),
+        shell:
+            "python -m reranker tables figure {params.args} --out {output} > {log}"

@@ -171,3 +171,25 @@ for rb_table in RADBOUD.pretraining_tables():
             "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
             " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
             " --sources {input.sources} > {log}"
+
+
+for rb_figure in RADBOUD.curves():
+
+    rule:
+        name:
+            f"figure_{rb_figure}"
+        input:
+            [PATH("checkpoint_meta", checkpoint=c) for _, c in RADBOUD.curves()[rb_figure]],
+        output:
+            figure_report(PATH("figure", figure=rb_figure), "Radboud"),
+        log:
+            PATH("log", stage="figures", name=rb_figure),
+        benchmark:
+            PATH("benchmark", stage="figures", name=rb_figure)
+        conda:
+            ENV
+        params:
+            args=RADBOUD.curve_args(rb_figure),
+            figure_caption=RADBOUD.curve_caption(rb_figure),
+        shell:
+            "python -m reranker tables figure {params.args} --out {output} > {log}"
