@@ -55,6 +55,7 @@ rule train:
 
 
 SCORE_PARTS = CFG["score"]["parts"]
+SCORE_THREADS = CFG["score"]["threads"] or THREADS
 SCORE_OUT = P("scores_part", first_stage=FIRST, k=K) if SCORE_PARTS > 1 else P("scores", first_stage=FIRST, k=K)
 SCORE_LOG = "{collection}.{checkpoint}.{unit}" if SCORE_PARTS == 1 else "{collection}.{checkpoint}.{unit}.part{part}"
 
@@ -76,10 +77,10 @@ rule score:
         P("log", stage="score", name=SCORE_LOG),
     benchmark:
         P("benchmark", stage="score", name=SCORE_LOG)
-    priority: job_priority(THREADS)
+    priority: job_priority(SCORE_THREADS)
     conda:
         ENV
-    threads: THREADS
+    threads: SCORE_THREADS
     resources:
         gpu=CFG["score"]["gpus"],
     params:
