@@ -10,7 +10,7 @@ from snakemake.utils import min_version
 from reranker import experiments
 from reranker.collections import load_collection
 from reranker.config import resolve, write_resolved
-from reranker.workflow import TRAIN_PRIORITY, Experiment, job_priority
+from reranker.workflow import SCORE_PRIORITY, Experiment, job_priority
 
 min_version("9.0")
 

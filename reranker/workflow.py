@@ -21,6 +21,8 @@ from reranker.registry import FIRST_STAGES
 # index, retrieval and the shared start (two cores each) waited, one core idle for 14.0 min.
 TRAIN_PRIORITY = 10  # a training: the longest jobs, start them as soon as their inputs exist
 MULTI_CORE_PRIORITY = 25  # per core beyond the first: more than two one-core trainings together
+EARLY_PRIORITY = 4  # a long training (start_early): before short ones, and with one of them still below a two-core job
+SCORE_PRIORITY = 5  # Birch's score jobs (up to ~10 min on one core) before the theses' (about a minute), longest first
 
 
 def job_priority(threads: int, base: int = 0) -> int:
@@ -70,6 +72,11 @@ class Experiment:
     def job_threads(self, name: str) -> int:
         """Threads of a checkpoint's train and score jobs."""
         return self.checkpoint(name).get("threads") or self.config["threads"]
+
+    def train_priority(self, name: str) -> int:
+        """A checkpoint's train job's scheduling priority: by its threads, and early if it is a long one."""
+        early = EARLY_PRIORITY if self.checkpoint(name).get("start_early") else 0
+        return job_priority(self.job_threads(name), TRAIN_PRIORITY + early)
 
     def checkpoint_files(self, name: str) -> list[str]:
         """Inputs a checkpoint needs: a fine-tuned one's marker file; nothing for fetched ones."""

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from reranker.config import CONFIG_DIR, load_config
-from reranker.workflow import TRAIN_PRIORITY, Experiment, job_priority
+from reranker.workflow import EARLY_PRIORITY, SCORE_PRIORITY, TRAIN_PRIORITY, Experiment, job_priority
 
 REPO = Path(__file__).resolve().parent.parent
 # Flags a rule may pass: paths, the ids a job is about (which experiment's section, which ranking of the
@@ -242,6 +242,19 @@ def test_a_two_core_job_outranks_any_two_one_core_jobs():
     assert job_priority(2) > most_two_one_core
     assert job_priority(2, TRAIN_PRIORITY) > most_two_one_core
     assert job_priority(1) == 0 and job_priority(1, TRAIN_PRIORITY) == TRAIN_PRIORITY
+
+
+def test_a_long_training_starts_before_short_ones_but_not_before_a_two_core_job():
+    """A long one-core training (start_early) with a short one beside it outranks two short ones, so that the
+    run does not end on it alone, and stays below any two-core job (which would otherwise wait for both cores);
+    Birch's score jobs with a training beside them stay below two trainings."""
+    early, short = TRAIN_PRIORITY + EARLY_PRIORITY, TRAIN_PRIORITY
+    assert 2 * short < early + short < job_priority(2)
+    assert SCORE_PRIORITY + short < 2 * short and SCORE_PRIORITY > job_priority(1)
+    experiment = Experiment(load_config())
+    assert experiment.train_priority("scifact-bi") == early
+    assert experiment.train_priority("scifact-soft-80") == job_priority(2, TRAIN_PRIORITY)
+    assert experiment.train_priority("radboud-baseline-g1-f1") == short
 
 
 def test_every_radboud_and_ntnu_checkpoint_has_a_loss_curve_figure():

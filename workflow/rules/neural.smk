@@ -34,7 +34,7 @@ rule train:
         P("log", stage="train", name="{checkpoint}"),
     benchmark:
         P("benchmark", stage="train", name="{checkpoint}")
-    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint), TRAIN_PRIORITY)
+    priority: lambda w: EXP.train_priority(w.checkpoint)
     conda:
         ENV
     threads: lambda w: EXP.job_threads(w.checkpoint)
@@ -77,7 +77,7 @@ rule score:
         P("log", stage="score", name=SCORE_LOG),
     benchmark:
         P("benchmark", stage="score", name=SCORE_LOG)
-    priority: job_priority(SCORE_THREADS)
+    priority: job_priority(SCORE_THREADS, SCORE_PRIORITY)
     conda:
         ENV
     threads: SCORE_THREADS
