@@ -239,7 +239,7 @@ def curves_numbers(specs: Sequence[str], what: str) -> tuple[dict, dict[str, dic
 
 def curves_figure(logs: Mapping[str, Mapping[str, Any]], path: str | os.PathLike, what: str = "both", title: str = "") -> None:
     """Loss against step: training loss as a thin moving average, held-out loss as points on a line, one colour per
-    checkpoint; dashed, the label prior (one line when every checkpoint has the same)."""
+    checkpoint; dashed, the label prior (one line when every checkpoint has the same to 3 places)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for i, (label, log) in enumerate(logs.items()):
@@ -254,6 +254,9 @@ def curves_figure(logs: Mapping[str, Mapping[str, Any]], path: str | os.PathLike
     known = [p for p in priors.values() if p is not None]
     if known and len(known) == len(priors) and all(math.isclose(p, known[0], rel_tol=1e-9) for p in known):
         ax.axhline(known[0], color="grey", ls="--", lw=1.1, label=f"label prior {known[0]:.3f}")
+    elif known and len(known) == len(priors) and len({f"{p:.3f}" for p in known}) == 1:
+        # folds whose held-out pairs differ slightly: one line, as the legend could not tell theirs apart
+        ax.axhline(known[0], color="grey", ls="--", lw=1.1, label=f"label prior {known[0]:.3f} (each, to 3 places)")
     else:
         for i, (label, prior) in enumerate(priors.items()):
             if prior is not None:
