@@ -87,8 +87,17 @@ class Experiment:
 
     def lineage(self, name: str) -> str:
         """A checkpoint in words: its Hugging Face id, or its name and what it was fine-tuned from and on."""
-        chain = self.training_chain(name)
-        return self.hub_model(name) if not chain else f"`{name}` ({self.hub_model(name)} fine-tuned on {', then '.join(chain)})"
+        stages = self.training_stages(name)
+        return self.hub_model(name) if not stages else f"`{name}` ({self.hub_model(name)} fine-tuned on {', then '.join(stages)})"
+
+    def training_stages(self, name: str) -> list[str]:
+        """What a checkpoint was fine-tuned on, stage by stage through its fine-tuned bases: a collection, or
+        the collections one stage shuffled together (`mix`), joined by ' + '."""
+        entry = self.checkpoint(name)
+        if entry["source"] != "finetune":
+            return []
+        own = [" + ".join(entry["train_on"])] if entry.get("mix") else list(entry["train_on"])
+        return self.training_stages(entry["base"]) + own
 
     def training_chain(self, name: str) -> list[str]:
         """The collections a checkpoint was fine-tuned on, in order, through its fine-tuned bases."""

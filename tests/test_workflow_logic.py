@@ -102,6 +102,11 @@ def test_rows_and_lineage_of_the_quick_profile(tmp_path):
                                      "checkpoints": {"scifact": {"base": "minilm-l3"}}}))
     experiment = Experiment(load_config(profile_files("quick") + [layer]))
     assert experiment.training_chain("scifact-cranfield") == ["beir/scifact/train", "cranfield"]
+    # a mixed stage is one stage in words, its collections still each excluded from scoring
+    mixed = experiment.checkpoint("scifact-soft-80")["train_on"]
+    assert experiment.training_stages("scifact-soft-80") == [" + ".join(mixed)] and len(mixed) > 1
+    assert experiment.training_chain("scifact-soft-80") == mixed and not experiment.applies_to("scifact-soft-80", mixed[1])
+    assert ", then " not in experiment.lineage("scifact-soft-80")
     assert experiment.hub_model("scifact-cranfield") == "sentence-transformers/paraphrase-MiniLM-L3-v2"
     cells = experiment.plugins["birch"].cells()
     # Cross-domain: the Cranfield-trained checkpoint has no Cranfield row.

@@ -176,7 +176,7 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
 
     def caption(self, table: str) -> str:
         section = self.section
-        chain = self.exp.training_chain(section["base"])
+        chain = self.exp.training_stages(section["base"])
         base = self.exp.hub_model(section["base"]) + (f" fine-tuned on {' → '.join(chain)} (`{section['base']}`), then per fold"
                                                   if chain else "")
         first = FIRST_STAGES[section["first_stage"]].label
