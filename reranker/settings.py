@@ -80,10 +80,19 @@ def segment(config: Mapping, section: str | None = None, candidates: int | None 
     return settings
 
 
+# A checkpoint's keys that only order jobs: no output depends on them, so they are not a job's settings (a
+# change reruns nothing). Threads are kept: they change the floating-point sums.
+SCHEDULING_ONLY = ("start_early",)
+
+
+def _entry(config: Mapping, checkpoint: str) -> dict:
+    return {k: v for k, v in checkpoint_config(config, checkpoint).items() if k not in SCHEDULING_ONLY}
+
+
 def train(config: Mapping, checkpoint: str) -> dict:
-    entry = checkpoint_config(config, checkpoint)
+    entry = _entry(config, checkpoint)
     return {"training": _without_rule_only(training_config(config, checkpoint)), "checkpoint": entry,
-            "base": checkpoint_config(config, entry["base"]),
+            "base": _entry(config, entry["base"]),
             "grades": {c: collection_config(config, c)["relevant_min_grade"] for c in entry["train_on"]}}
 
 
@@ -91,7 +100,7 @@ def score(config: Mapping, checkpoint: str, section: str | None = None) -> dict:
     """score:, the suite's candidates K and the checkpoint's entry; a section's K, length and precision."""
     own = _section(config, section)
     settings = {**config["score"], "candidates": config["segment"]["candidates"], "max_length": None,
-                "checkpoint": checkpoint_config(config, checkpoint)}
+                "checkpoint": _entry(config, checkpoint)}
     settings.update({key: own[key] for key in ("candidates", "max_length", "precision") if key in own})
     return settings
 
