@@ -94,6 +94,7 @@ benchmarks: setup
 	$(BIN)/python benchmarks/score_throughput.py
 	$(BIN)/python benchmarks/fusion_cv.py
 	$(BIN)/python benchmarks/train_throughput.py
+	$(BIN)/python benchmarks/score_threads.py
 
 dry-run: setup
 	$(BIN)/snakemake -n

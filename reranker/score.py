@@ -436,9 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     head = entry.get("head") or (entry.get("training") or {}).get("head")  # a fine-tuned bi-encoder's is its training's
     kind = "cosine" if head == "bi_encoder" else settings["kind"]
     candidates, max_length, relevant_index = settings["candidates"], args.max_length or settings["max_length"], None
-    precision = settings["precision"]
-    if args.section:  # the thesis sections' precision is resolved here, on this machine's device
-        precision = resolve_precision(precision, pick_device(settings["device"]))
+    # auto is resolved here, on this machine's device: bf16 where it has bf16 arithmetic, else fp32
+    precision = resolve_precision(settings["precision"], pick_device(settings["device"]))
     if args.ranking:
         kind = "argmax" if args.ranking == "argmax" else "logit"
         relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None

@@ -15,6 +15,10 @@ from typing import ClassVar
 from reranker import settings
 from reranker.config import NamedRows, slug, training_config
 
+# A precision setting in a caption's words (the run's metas record the dtype each job used).
+PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
+                   "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+
 
 class Plugin:
     """One paper's tables. A subclass names itself in its class line, e.g.

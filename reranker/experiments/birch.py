@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.config import slug
 from reranker.experiments import register
-from reranker.experiments.base import Plugin
+from reranker.experiments.base import PRECISION_WORDS, Plugin
 from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 
@@ -113,7 +113,8 @@ class Birch(Plugin, name="birch"):
         return (f"Birch on open collections, cross-domain (no checkpoint is trained on the queries or judgments of a "
                 f"collection it is evaluated on). "
                 f"{FIRST_STAGES[self.exp.first_stage].label} top {self.exp.k} documents reranked, the rest kept in order; "
-                f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens; {models}"
+                f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens, scored in "
+                f"{PRECISION_WORDS[self.config['score']['precision']]}; {models}"
                 f" (shared settings: a cross-encoder's classification head on the pooling the base was trained with; "
                 f"lr {training['learning_rate']}, "
                 f"{training['negatives_per_positive']} {negatives} negatives per positive, {training['epochs']} epochs, "

@@ -11,13 +11,11 @@ from collections.abc import Mapping
 
 from reranker.config import NamedRows, merge, training_config
 from reranker.experiments import register
-from reranker.experiments.base import Plugin, section_problems
+from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
 from reranker.registry import FIRST_STAGES
 
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
 # reads the same wherever the table is rebuilt.
-PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
-                   "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
 # How every row's head starts under radboud: carry_head, in a caption's words (without it, as results/radboud.md says).
 CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way head (copied, or for another head an "
                       "affine map of its log-odds fitted on training pairs); ")
