@@ -73,10 +73,13 @@ def run_figure(args: argparse.Namespace) -> list[Path]:
                   else [(*parse_sweep_spec(spec), f"--eval {spec!r}") for spec in args.eval])
         numbers, inputs = sweep_numbers(points, args.measures)
         sweep_figure(numbers, args.measures, args.out, args.xlabel, args.title, args.logx)
+        per_query = sweep_per_query(points, args.measures)
     written = [Path(args.out)]
     if args.numbers:
-        write_json(args.numbers, {"figure": str(args.out), "provenance": provenance(args.command, sorted(set(inputs))),
-                                  "numbers": numbers}, indent=1, ensure_ascii=False)
+        document = {"figure": str(args.out), "provenance": provenance(args.command, sorted(set(inputs))), "numbers": numbers}
+        if args.figure == "sweep":  # per-query values beside the numbers: what a claim's paired test reads
+            document["per_query"] = per_query
+        write_json(args.numbers, document, indent=1, ensure_ascii=False)
         written.append(Path(args.numbers))
     return written
 
@@ -316,6 +319,17 @@ def sweep_numbers(points: Sequence[tuple[float, str, str, str]], measures: Seque
     numbers = {label: {m: {x_key(x): by_x[x].aggregate[m] for x in sorted(by_x)} for m in measures}
                for label, by_x in by_label.items()}
     return numbers, inputs
+
+
+def sweep_per_query(points: Sequence[tuple[float, str, str, str]], measures: Sequence[str]) -> dict:
+    """{label: {measure: {x: {qid: value}}}} of a sweep's points (checked by `sweep_numbers` first)."""
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for x, label, path, _ in sorted(points):
+        evaluation = read_evaluation(path)
+        for m in measures:
+            values = evaluation.per_query.get(m, {})
+            out.setdefault(label, {}).setdefault(m, {})[x_key(x)] = {q: round(float(v), 6) for q, v in sorted(values.items())}
+    return out
 
 
 def sweep_figure(numbers: Mapping[str, Mapping[str, Mapping[str, float]]], measures: Sequence[str], path: str | os.PathLike,

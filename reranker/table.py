@@ -47,6 +47,8 @@ class Table:
     marks: dict[tuple[str, str, str], str] = field(default_factory=dict)
     # Each tested cell's p-value per reference mark (†, ‡): what a correction adjusts.
     pvalues: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
+    # Each cell's per-query values (qid -> value): what a claim's paired test and bootstrap read (reranker.claims).
+    per_query: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)  # mark -> the row it tests against
     correction: str = "none"  # the multiple-testing correction behind the marks
     alpha: float = 0.05
@@ -333,6 +335,14 @@ class Table:
         return {"references": dict(self.references), "correction": self.correction, "alpha": self.alpha, "marks": marks,
                 "pvalues": pvalues}
 
+    def per_query_record(self) -> dict:
+        """{group: {row: {measure: {qid: value}}}}: every cell's per-query values, rounded to 6 places (the
+        measures' own precision is far coarser; it keeps the stored files small)."""
+        out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+        for (row, g, m), values in self.per_query.items():
+            out.setdefault(g, {}).setdefault(row, {})[m] = {q: round(float(v), 6) for q, v in sorted(values.items())}
+        return out
+
     def layout_record(self) -> dict:
         """What the numbers alone do not say: row and column order, notes, summaries, pending cells."""
         return {"groups": self.groups, "measures": self.measures, "rows": self.rows, "row_header": self.row_header,
@@ -375,6 +385,10 @@ class Table:
         table.references = dict(significance.get("references", {}))
         table.correction = significance.get("correction", "none")
         table.alpha = significance.get("alpha", 0.05)
+        for g, rows in (document.get("per_query") or {}).items():
+            for row, measures in rows.items():
+                for m, values in measures.items():
+                    table.per_query[(row, g, m)] = dict(values)
         return table
 
     def write(self, stem: str | os.PathLike, formats: Sequence[str] = ("md", "csv")) -> list[Path]:
@@ -408,6 +422,8 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
                 "layout": table.layout_record()}
     if table.pvalues:
         document["significance"] = table.significance()
+    if table.per_query:  # beside `numbers`, not in it: compare matches `numbers` only
+        document["per_query"] = table.per_query_record()
     if Path(path).name != "resources.json":  # what the run that made these numbers cost, beside them
         document["provenance"]["resources"] = str(Path(path).with_name("resources.json"))
     if machine_dependent:

@@ -52,6 +52,8 @@ def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
                 tests[symbol] = p
                 mark += symbol if p < alpha else ""
         table.add(row, group, measure, evaluation.aggregate[measure], mark)
+        if measure in evaluation.per_query:
+            table.per_query[(row, group, measure)] = dict(evaluation.per_query[measure])
         if tests:
             table.pvalues[(row, group, measure)] = tests
 
