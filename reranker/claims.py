@@ -1,94 +1,97 @@
-"""Whether each source work's effect held: claims as data, checked against a run's stored numbers.
+"""Whether each source work's effect held: claims as data, judged on a run's stored numbers.
 
-A seed file (workflow/config/seed_tables.yaml) lists, per work, each of its tables: our table, the
-files that hold it, the effect the source reports and one or more claims. `index` checks every claim
-against the run folder's `numbers/*.json` (values, and the significance marks the tables stored) and
-writes the run's README: table by table, the file, the command and whether the effect held
-(`main_index`, reached as `python -m reranker tables index`).
+A seed file (workflow/config/seed_tables.yaml) lists, per work, each of its tables: our table, the files
+that hold it, the effect the source reports, the claims, and (`untested`) the source's statements about
+the table that no claim can test here, each with why. `index` judges every claim on the run folder's
+`numbers/*.json` (values and per-query values) and figures' JSON and writes the run's README
+(`main_index`, reached as `python -m reranker tables index`). How a verdict is decided (tests, intervals,
+the one correction across the index) is `reranker.verdicts`; its rule is printed at the top of the index.
 
-Claim kinds:
-- `compare`: the best row matching `rows` (globs) against the row `than`, on `measure`, per group (a
-  collection or a grid point); with `than_table`, against the best of `than`'s matches in that table.
-  `expect: above|below` is the source's direction; `significant: true` also asks for the table's
-  mark against `than`. Held in every group: yes; in some: partly; in none: no. `expect: none` (the
-  source states no effect) reports what was observed.
-- `observe`: the values of the rows matching `rows` (a summary row as mean ± sd).
-- `value`: one number against the source's (`equals`, within `tolerance`).
-- `monotone`: rows matching `rows`, ordered by the column `by`, against `measure` (`expect:
-  increasing|decreasing`).
-- `best`: per label matching `label`, the x with the best `measure` in a figure's numbers (`figure`,
-  a JSON of {label: {measure: {x: value}}}).
+Claim kinds, each able to come out against the source:
+- `compare`: our row(s) `rows` (a glob or a list: one line per row and group) against the row `than`
+  (`{row}` in it stands for the compared row's label), on `measure`, in each group (or `groups`); `than`
+  read from `than_table` and/or `than_group` where given (a teacher in another table, a twin in another
+  column group). `expect`: above | below | near | no_better (the last two with `margin`).
+- `monotone`: the rows matching `rows` ordered by the column `by` (or a figure's x: `figure`, `label`),
+  `expect: increasing | decreasing`: reproduced where the last is significantly beyond the first in that
+  direction and no adjacent step is significantly the other way; contradicted where a step or the whole
+  is significantly the other way.
+- `equal`: every pair of the rows matching `rows`, `expect: equal` (each pair near within `margin`) or
+  `differ` (some pair significantly more than `margin` apart).
+- `flat_after`: a figure's label from x = `after` on: every later x near the value at `after` (`margin`).
+- `best_at`: a figure's label is best at x = `at`: every other x significantly below it.
+- `value`: one number against the source's (`equals`, within `tolerance`): reproduced or contradicted.
 
-Every claim names where the source states it (`cite`, required) and may quote it (`says`); the index
-shows both beside the verdict. A compare claim may name the source's own cells (`source: {rows, than,
-column, at, group}`, source_row labels of its table in workflow/config/source_numbers.yaml, next to
-the seed file; `than` also in its `than_table`'s): the index then shows the reproduction measures ER
-and ΔRI of our effect against the source's, per group (reranker.reproduction).
+A claim on a quantity with no per-query values (a loss, a speed, a token accuracy) names what its verdict
+rests on (`rests_on`, with `margin`): it is judged on the two values alone. `stated_at` is the setting
+where the source states the claim (e.g. "lr 3e-5, 2 epochs"); a table without that group gives "not at
+the source's setting", with the source's own direction at our setting beside our effect.
 
-A claim that takes the best of several rows is judged with Holm's correction across those rows (per
-group): with `significant: true`, from the raw p-values the numbers store (`significance.pvalues`),
-never from the table's marks. Numbers stored without p-values leave its significance not judged: the
-verdict is "not judged" unless the direction alone decides it (no where it failed in every group).
+Every claim names where the source states it (`cite`, required) and may quote it (`says`). A compare
+claim may name the source's cells (`source: {rows, than, column, at, group}`; source_row labels in
+workflow/config/source_numbers.yaml beside the seed file, `at` defaulting to the table's, i.e. our
+setting): each line then shows ER and ΔRI (reranker.reproduction) between the source cells mapped to that
+line's two rows (the cells' `row`), never best against best; a source row whose cell maps to no row the
+claim compares is an error. `replicability: true` in `source` says the source's cells are on another
+collection (Birch's Robust04): ER and ΔRI between mapped rows, no per-query pairing across them.
+A work's `spread: {table, rows}` names seed reruns: an effect smaller than their range on the same
+measure is never called reproduced or contradicted.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import fnmatch
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from reranker import verdicts as v
 from reranker.formats.atomic import write_text
 from reranker.formats.errors import InputError, keys_checked
-from reranker.reproduction import SourceNumbersError, check_ref, describe, load_source_numbers, source_pair
-from reranker.significance import CORRECTIONS
+from reranker.formats.source_numbers import cell_setting
+from reranker.reproduction import Reproduction, SourceNumbersError, check_ref, load_source_numbers
 from reranker.tolerance import within
 
 DEFAULT_SEEDS = Path(__file__).resolve().parent.parent / "workflow" / "config" / "seed_tables.yaml"
-KINDS = ("compare", "observe", "value", "monotone", "best")
-EXPECT = {"compare": ("above", "below", "none"), "monotone": ("increasing", "decreasing")}
-WORK_KEYS = {"title", "details", "tables", "note"}
-TABLE_KEYS = {"source", "table", "files", "effect", "claims", "context"}
-CLAIM_KEYS = {"kind", "measure", "rows", "than", "than_table", "expect", "significant", "groups", "group", "row",
-              "equals", "tolerance", "by", "figure", "label", "cite", "says", "source"}
 SOURCE_NUMBERS = "source_numbers.yaml"  # beside the seed file
-ALPHA = 0.05  # the tables' default, where the numbers store none
+KINDS = ("compare", "monotone", "equal", "flat_after", "best_at", "value")
+EXPECT = {"compare": v.EXPECT, "monotone": ("increasing", "decreasing"), "equal": ("equal", "differ")}
+WORK_KEYS = {"title", "details", "tables", "note", "spread", "untested"}
+TABLE_KEYS = {"source", "table", "files", "effect", "claims", "context", "untested"}
+COMMON = {"kind", "cite", "says", "measure", "rests_on", "margin", "stated_at", "note"}
+CLAIM_KEYS = {
+    "compare": COMMON | {"rows", "than", "than_table", "than_group", "groups", "expect", "source"},
+    "monotone": COMMON | {"rows", "by", "figure", "label", "groups", "expect"},
+    "equal": COMMON | {"rows", "groups", "expect"},
+    "flat_after": COMMON | {"figure", "label", "after"},
+    "best_at": COMMON | {"figure", "label", "at"},
+    "value": COMMON | {"group", "row", "equals", "tolerance"},
+}
+NEEDS = {"compare": {"rows", "than", "expect", "measure"}, "monotone": {"expect", "measure"},
+         "equal": {"rows", "expect", "measure", "margin"}, "flat_after": {"figure", "label", "after", "measure", "margin"},
+         "best_at": {"figure", "label", "at", "measure"}, "value": {"group", "row", "measure", "equals"}}
+UNTESTED_KEYS = {"says", "cite", "why"}
 
 
 class ClaimError(InputError):
-    """A seed file or a run folder that cannot be checked: the message names the file and the entry."""
+    """A seed file or a run folder that cannot be judged: the message names the file and the entry."""
 
 
-@dataclass(frozen=True)
-class Verdict:
-    word: str  # yes | partly | no | observed | not run | not judged | pending
-    text: str
-    reproduction: str = ""  # ER and ΔRI against the source's numbers, where the claim names them
-    cite: str = ""  # where the source states the claim
-    says: str = ""  # what it says there
-
-    def render(self) -> str:
-        bold = self.word in ("yes", "partly", "no")
-        out = (f"**{self.word}**" if bold else self.word) + (f": {self.text}" if self.text else "")
-        if self.reproduction:
-            out += f"; {self.reproduction}"
-        if self.cite:
-            out += f" [{self.cite}" + (f": “{self.says.strip()}”" if self.says else "") + "]"
-        return out
+# ---------------------------------------------------------------------------------------------------------
+# The seed file
 
 
 def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> dict:
-    """The seed file, checked: every work, table and claim has the keys its kind needs, and no other, and every
-    cell a claim's `source` names is in the source numbers (`source_numbers`, by default source_numbers.yaml
-    beside the seed file). Where that file exists it is loaded (reranker.reproduction.load_source_numbers) and
-    returned under the key `source_numbers`, for `index`."""
+    """The seed file, checked: every work, table and claim has the keys its kind needs and no other, every
+    source cell a claim names exists once, and maps to a row the claim compares. Where the source numbers exist
+    they are loaded and returned under `source_numbers`."""
     path = Path(path)
     numbers_path = Path(source_numbers) if source_numbers is not None else path.parent / SOURCE_NUMBERS
     numbers = load_source_numbers(numbers_path) if source_numbers is not None or numbers_path.exists() else None
@@ -102,9 +105,13 @@ def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> di
     for i, work in enumerate(seeds["works"]):
         where = f"{path}: works[{i}]"
         _keys(work, WORK_KEYS, {"title", "tables"}, where)
+        if "spread" in work:
+            _keys(work["spread"], {"table", "rows"}, {"table", "rows"}, f"{where}.spread")
+        _check_untested(work.get("untested"), f"{where}.untested")
         for j, entry in enumerate(work["tables"]):
             here = f"{where}.tables[{j}]"
             _keys(entry, TABLE_KEYS, {"source", "effect"}, here)
+            _check_untested(entry.get("untested"), f"{here}.untested")
             for k, claim in enumerate(entry.get("claims") or []):
                 _check_claim(claim, f"{here}.claims[{k}]", has_table="table" in entry)
                 if "source" in claim:
@@ -114,45 +121,111 @@ def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> di
     return seeds
 
 
+def _keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
+    keys_checked(entry, allowed, required, where, ClaimError)
+
+
+def _check_untested(items: Any, where: str) -> None:
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise ClaimError(f"{where}: expected a list of {{says, cite, why}}")
+    for i, item in enumerate(items):
+        _keys(item, UNTESTED_KEYS, UNTESTED_KEYS, f"{where}[{i}]")
+        for key in UNTESTED_KEYS:
+            if not isinstance(item[key], str) or not item[key].strip():
+                raise ClaimError(f"{where}[{i}]: {key} must be a non-empty string")
+
+
+def _check_claim(claim: Any, where: str, has_table: bool) -> None:
+    kind = claim.get("kind") if isinstance(claim, dict) else None
+    if kind not in KINDS:
+        raise ClaimError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    _keys(claim, CLAIM_KEYS[kind], NEEDS[kind] | {"kind", "cite"}, where)
+    for key in ("cite", "says", "rests_on", "stated_at"):
+        if key in claim and (not isinstance(claim[key], str) or not claim[key].strip()):
+            raise ClaimError(f"{where}: {key} must be a non-empty string")
+    if kind in EXPECT and claim["expect"] not in EXPECT[kind]:
+        raise ClaimError(f"{where}: expect {claim['expect']!r} is not one of {', '.join(EXPECT[kind])}")
+    needs_margin = (kind == "compare" and claim["expect"] in ("near", "no_better")) or "rests_on" in claim
+    if needs_margin and not isinstance(claim.get("margin"), (int, float)):
+        what = f"claim resting on {claim['rests_on']!r}" if "rests_on" in claim else f"{claim['expect']} claim"
+        raise ClaimError(f"{where}: a {what} needs a numeric margin")
+    if "margin" in claim and (not isinstance(claim["margin"], (int, float)) or claim["margin"] < 0
+                              or (claim["margin"] == 0 and "rests_on" not in claim)):
+        raise ClaimError(f"{where}: margin must be a positive number (zero only for a claim that rests on exact values)")
+    if kind == "monotone" and not ({"rows", "by"} <= set(claim) and "figure" not in claim
+                                   or {"figure", "label"} <= set(claim) and "rows" not in claim):
+        raise ClaimError(f"{where}: a monotone claim orders table rows by a column (`rows`, `by`) or a figure's label by its x "
+                         "(`figure`, `label`)")
+    if kind in ("compare", "monotone", "equal", "value") and "figure" not in claim and not has_table:
+        raise ClaimError(f"{where}: a {kind} claim needs the entry's `table`")
+
+
 def _source_tables(claim: Mapping, entry: Mapping) -> list[str]:
     """Where a claim's source cells are looked up: its table's, then (for `than`) its `than_table`'s."""
     return [entry["table"]] + ([claim["than_table"]] if claim.get("than_table") else [])
 
 
+def _patterns(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _check_source(claim: Mapping, entry: Mapping, numbers: Mapping | None, numbers_path: Path, where: str) -> None:
+    """The claim's source cells exist, and each maps (its `row`) to a row the claim compares: `rows`' to one of
+    its rows, `than`'s to its `than` (like with like: an ER between rows the claim does not map is an error)."""
     if numbers is None:
         raise ClaimError(f"{where}: names source cells, but {numbers_path} does not exist")
+    ref, replicability, tables = _ref(claim, entry)
+    if not isinstance(replicability, bool):
+        raise ClaimError(f"{where}: replicability must be true or false")
     try:
-        check_ref(claim["source"], numbers, _source_tables(claim, entry))
+        check_ref(ref, numbers, tables)
     except SourceNumbersError as err:
         raise ClaimError(f"{where}: {str(err).removeprefix('source: ').removeprefix('source.')} (in {numbers_path})") from None
+    for side, ours in (("rows", _patterns(claim["rows"])), ("than", [claim["than"]])):
+        for source_row in _patterns(ref[side]):
+            cells = _ref_cells(ref, numbers, tables if side == "than" else tables[:1], source_row)
+            mapped = {c.get("row") for c in cells} - {None}  # no row of ours: the source's direction only, no ER
+            if mapped and not any(any(_row_matches(row, p) for p in ours) for row in mapped):
+                raise ClaimError(f"{where}: source row {source_row!r} maps to our row {', '.join(map(repr, sorted(mapped)))}, "
+                                 f"which is not the claim's {side} ({', '.join(map(repr, ours))}): an ER must pair the rows "
+                                 "the claim compares")
 
 
-def _keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
-    keys_checked(entry, allowed, required, where, ClaimError)
+def _ref(claim: Mapping, entry: Mapping) -> tuple[dict, Any, list[str]]:
+    """A claim's `source` for reranker.reproduction (without this module's keys), whether it is a replicability
+    reading, and the source tables its cells are looked up in (`source.table`, else the claim's tables)."""
+    ref = dict(claim["source"])
+    replicability = ref.pop("replicability", False)
+    table = ref.pop("table", None)
+    return ref, replicability, [table] if table else _source_tables(claim, entry)
 
 
-def _check_claim(claim: Any, where: str, has_table: bool) -> None:
-    needs = {"compare": {"measure", "rows", "than", "expect"}, "observe": {"rows", "measure"},
-             "value": {"group", "row", "measure", "equals"},
-             "monotone": {"rows", "by", "measure", "expect"}, "best": {"figure", "label", "measure"}}
-    kind = claim.get("kind") if isinstance(claim, dict) else None
-    if kind not in KINDS:
-        raise ClaimError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    _keys(claim, CLAIM_KEYS, needs[kind] | {"kind", "cite"}, where)
-    for key in ("cite", "says"):
-        if key in claim and (not isinstance(claim[key], str) or not claim[key].strip()):
-            raise ClaimError(f"{where}: {key} must be a non-empty string (where the source states the claim)")
-    if "source" in claim and kind != "compare":
-        raise ClaimError(f"{where}: `source` (the source's cells) is for compare claims only")
-    if kind in EXPECT and claim["expect"] not in EXPECT[kind]:
-        raise ClaimError(f"{where}: expect {claim['expect']!r} is not one of {', '.join(EXPECT[kind])}")
-    if kind != "best" and not has_table:
-        raise ClaimError(f"{where}: a {kind} claim needs the entry's `table`")
+def _row_matches(row: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(row, pattern.replace("{row}", "*"))
 
 
-def read_numbers(run_dir: Path, table: str) -> dict | None:
-    path = run_dir / "numbers" / f"{table}.json"
+def _ref_cells(ref: Mapping, numbers: Mapping, tables: Sequence[str], source_row: str) -> list[Mapping]:
+    out = []
+    for table in tables:
+        entry = numbers["tables"].get(table)
+        if entry is None:
+            continue
+        at = ref.get("at", entry.get("at"))
+        out += [c for c in entry["cells"] if c["source_row"] == source_row and c["column"] == ref["column"]
+                and (at is None or cell_setting(entry, c) == at) and ("group" not in ref or c.get("group") == ref["group"])]
+        if out:
+            break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A run's numbers
+
+
+def read_numbers(run_dir: Path, name: str) -> dict | None:
+    path = run_dir / ("numbers" if not name.endswith(".json") else "") / (name if name.endswith(".json") else f"{name}.json")
     if not path.exists():
         return None
     try:
@@ -162,192 +235,458 @@ def read_numbers(run_dir: Path, table: str) -> dict | None:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4f}"
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else (
+        f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4f}")
 
 
 def _match(names: Sequence[str], patterns: Sequence[str] | str) -> list[str]:
-    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
-    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in _patterns(patterns))]
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, dict):  # a summary row: its mean
         value = value.get("mean")
-    return float(value) if isinstance(value, (int, float)) and not math.isnan(float(value)) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value)) else None
 
 
-def _pvalue(pvalues: Mapping, group: str, row: str, measure: str, symbol: str) -> float | None:
-    p = (((pvalues.get(group) or {}).get(row) or {}).get(measure) or {}).get(symbol)
-    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) else None
+def _setting(text: str) -> str:
+    """A setting's words, normalised: "lr 3e-05, 1 epoch" and "lr 3e-5, 1 epoch" are one setting."""
+    return re.sub(r"e-0+(\d)", r"e-\1", re.sub(r"\s+", " ", text.strip().lower()))
 
 
-def _holm(pvalues: Mapping, group: str, rows: Sequence[str], measure: str, symbol: str) -> dict[str, float]:
-    """Holm-adjusted p-values of `rows` against the reference `symbol` marks, over those of them that were tested."""
-    raw = {row: p for row in rows if (p := _pvalue(pvalues, group, row, measure, symbol)) is not None}
-    return dict(zip(raw, CORRECTIONS["holm"].adjust(list(raw.values()))))
+@dataclass
+class Side:
+    """One row's values in one group of a document: its aggregate and, where stored, its per-query values."""
+
+    row: str
+    group: str
+    value: float
+    per_query: Mapping[str, float] | None
+
+    def label(self, groups_differ: bool) -> str:
+        return self.row + (f" ({self.group})" if groups_differ else "")
 
 
-def check_compare(claim: Mapping, document: Mapping, other: Mapping | None = None,
-                  source: tuple[float, float] | None = None) -> Verdict:
-    """The best row of `rows` against `than` (the best of `than`'s matches in `other`, where the claim names a
-    `than_table`), per group. Where `rows` matches several rows, their significance is Holm-corrected over them
-    (from the stored raw p-values). With `source` (the source's baseline and advanced values), the verdict
-    carries ER and ΔRI of each group's effect against the source's."""
-    numbers, significance = document["numbers"], document.get("significance") or {}
-    references = significance.get("references") or {}
-    pvalues, alpha = significance.get("pvalues"), significance.get("alpha", ALPHA)
-    symbol = next((s for s, row in references.items() if row == claim["than"]), None) if other is None else None
-    if claim.get("significant") and symbol is None:
-        raise ClaimError(f"claim asks for significance against {claim['than']!r}, but the table tests against "
-                         f"{', '.join(references.values()) or 'no row'}" + (" (and none across tables)" if other else ""))
-    groups = claim.get("groups") or list(numbers)
-    held, unjudged, parts, checked, ours = 0, 0, [], 0, {}
-    for group in groups:
-        rows = numbers.get(group, {})
-        base_rows = (other or {}).get("numbers", {}).get(group, {}) if other is not None else rows
-        bases = [(v, r) for r in _match(list(base_rows), claim["than"])
-                 if (v := _number(base_rows[r].get(claim["measure"]))) is not None]
-        candidates = [(v, r) for r in _match([r for r in rows if r != claim["than"]], claim["rows"])
-                      if (v := _number(rows[r].get(claim["measure"]))) is not None]
-        if not bases or not candidates:
-            continue  # rows this run does not have (a smaller profile)
-        checked += 1
-        base, base_row = max(bases)
-        ours[group] = (base, max(candidates)[0])
-        where = f" on {group}" if len(groups) > 1 else ""
-        # several rows: Holm over them, from the raw p-values; one row: the table's own mark
-        several = len(candidates) > 1 and symbol is not None
-        adjusted = _holm(pvalues, group, [r for _, r in candidates], claim["measure"], symbol) if several and pvalues is not None else None
-        # a claimed effect: the best row; none claimed: every row, as observed
-        shown = [max(candidates)] if claim["expect"] != "none" else candidates
-        for value, row in shown:
-            direction = value > base if claim["expect"] != "below" else value < base
-            if adjusted is not None:
-                tested = row in adjusted
-                significant = tested and adjusted[row] < alpha
-                sign = f" ({'significant' if significant else 'n.s.'}, Holm over {len(adjusted)} rows)" if tested else ""
-            elif several and claim.get("significant"):  # stored before p-values were: the marks are uncorrected
-                significant, sign = None, ", significance not judged (no p-values stored)"
-            else:
-                cell = significance.get("marks", {}).get(group, {}).get(row, {})
-                tested = symbol is not None and claim["measure"] in cell
-                significant = tested and symbol in (cell.get(claim["measure"]) or "")
-                sign = f" ({'significant' if significant else 'n.s.'})" if tested else ""
-            if significant is None:
-                unjudged += direction  # held or not, as its significance would say
-            else:
-                held += direction and (significant or not claim.get("significant"))
-            parts.append(f"{row} {_fmt(value)} vs {base_row} {_fmt(base)}{where}{sign}")
-    if not checked:
-        return Verdict("not run", f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
-    if claim["expect"] == "none":
-        word = "observed"
-    else:
-        # a group whose significance was not judged could go either way: a word only where both ways give it
-        low, high = (("yes" if n == checked else "no" if n == 0 else "partly") for n in (held, held + unjudged))
-        word = low if low == high else "not judged"
-    reproduction = describe(source, ours, _fmt) if source is not None else ""
-    return Verdict(word, f"{claim['measure']}: " + "; ".join(parts), reproduction)
+def _groups(document: Mapping) -> list[str]:
+    """The document's groups in the table's order (its layout), else as stored."""
+    numbers = document.get("numbers") or {}
+    return [g for g in (document.get("layout") or {}).get("groups", []) if g in numbers] or list(numbers)
 
 
-def check_observe(claim: Mapping, document: Mapping) -> Verdict:
-    parts = []
-    groups = claim.get("groups") or list(document["numbers"])
-    for group in groups:
-        rows = document["numbers"].get(group, {})
-        for row in _match(list(rows), claim["rows"]):
-            value = rows[row].get(claim["measure"])
-            if isinstance(value, dict) and value.get("sd") is not None:
-                text = f"{_fmt(value['mean'])} ± {_fmt(value['sd'])}"
-            elif (number := _number(value)) is not None:
-                text = _fmt(number)
-            else:
-                continue
-            parts.append(f"{row} {text}" + (f" ({group})" if len(groups) > 1 else ""))
-    if not parts:
-        return Verdict("not run", f"no rows {claim['rows']} with {claim['measure']} in this run")
-    return Verdict("observed", f"{claim['measure']}: " + "; ".join(parts))
+def _rows(document: Mapping, group: str) -> list[str]:
+    """The group's rows in the table's order (its layout), else as stored."""
+    rows = ((document.get("numbers") or {}).get(group) or {})
+    return [r for r in (document.get("layout") or {}).get("rows", []) if r in rows] + [
+        r for r in rows if r not in (document.get("layout") or {}).get("rows", [])]
 
 
-def check_value(claim: Mapping, document: Mapping) -> Verdict:
-    value = _number(document["numbers"].get(claim["group"], {}).get(claim["row"], {}).get(claim["measure"]))
+def _side(document: Mapping, group: str, row: str, measure: str) -> Side | None:
+    value = _number(((document.get("numbers") or {}).get(group) or {}).get(row, {}).get(measure))
     if value is None:
-        raise ClaimError(f"no {claim['measure']} for {claim['group']} / {claim['row']}")
-    tolerance = claim.get("tolerance", 0.0005)
-    word = "yes" if within(value, claim["equals"], tolerance) else "no"
-    return Verdict(word, f"{claim['row']} {claim['measure']} {_fmt(value)} (published {claim['equals']})")
+        return None
+    per_query = (((document.get("per_query") or {}).get(group) or {}).get(row) or {}).get(measure)
+    return Side(row, group, value, per_query)
 
 
-def check_monotone(claim: Mapping, document: Mapping) -> Verdict:
-    word_parts, order_all = [], True
-    for group, rows in document["numbers"].items():
-        chosen = [(_number(rows[r].get(claim["by"])), _number(rows[r].get(claim["measure"])), r)
-                  for r in _match(list(rows), claim["rows"])]
-        chosen = sorted((b, v, r) for b, v, r in chosen if b is not None and v is not None)
-        if len(chosen) < 2:
-            raise ClaimError(f"group {group!r}: fewer than two rows {claim['rows']} with {claim['by']} and {claim['measure']}")
-        values = [v for _, v, _ in chosen]
-        steps = list(zip(values, values[1:]))
-        ordered = all(b > a for a, b in steps) if claim["expect"] == "increasing" else all(b < a for a, b in steps)
-        order_all &= ordered
-        word_parts.append(", ".join(f"{_fmt(v)}" for v in values))
-    word = "yes" if order_all else "no"
-    return Verdict(word, f"{claim['measure']} by {claim['by']} ascending: " + "; ".join(word_parts))
+# ---------------------------------------------------------------------------------------------------------
+# Lines: one judged statement each (one row in one group, or a whole trend), worded once the family is corrected
 
 
-def check_best(claim: Mapping, run_dir: Path) -> Verdict:
-    path = run_dir / claim["figure"]
-    if not path.exists():
-        return Verdict("not run", f"{claim['figure']} is not in this run")
-    numbers = json.loads(path.read_text(encoding="utf-8"))["numbers"]
-    parts = []
-    for label in _match(list(numbers), claim["label"]):
-        series = numbers[label].get(claim["measure"]) or {}
-        if series:
-            x, value = max(series.items(), key=lambda item: item[1])
-            parts.append(f"{label} best at {x} ({_fmt(value)})")
-    if not parts:
-        raise ClaimError(f"{path}: no {claim['measure']} for {claim['label']!r} (labels: {', '.join(numbers)})")
-    xs = next(iter(numbers.values()))[claim["measure"]]
-    return Verdict("observed", f"{claim['measure']} over {claim.get('by', 'x')} = {', '.join(xs)}: " + "; ".join(parts))
+@dataclass
+class Line:
+    text: str  # what was compared, with values
+    tests: list[v.Test] = field(default_factory=list)
+    decide: Callable[[list[v.Test]], str] | None = None  # the word from the corrected tests; None: `word`
+    word: str = v.INCONCLUSIVE
+    notes: list[str] = field(default_factory=list)  # after the tests: ER and ΔRI, the spread, the source at ours
+    floor: float | None = None  # an effect smaller than this (the seeds' range) is inconclusive
+    not_at: str | None = None  # the source's setting, where we do not run it
+
+    def verdict(self) -> str:
+        if self.not_at is not None:
+            return v.NOT_AT_SETTING
+        word = self.decide(self.tests) if self.decide is not None else self.word
+        if (self.floor is not None and word in (v.REPRODUCED, v.CONTRADICTED)
+                and all(abs(t.effect) < self.floor for t in self.tests)):
+            return v.INCONCLUSIVE
+        return word
+
+    def render(self) -> str:
+        parts = [self.text] + [t.text() for t in self.tests] + self.notes
+        return f"**{self.verdict()}**: " + "; ".join(p for p in parts if p)
+
+
+@dataclass
+class Verdict:
+    """A claim's lines, or a word with no line (not run, pending), and where the source states it."""
+
+    lines: list[Line] = field(default_factory=list)
+    word: str = ""  # not run | pending, where there are no lines
+    text: str = ""
+    cite: str = ""
+    says: str = ""
+
+    @property
+    def words(self) -> list[str]:
+        return [line.verdict() for line in self.lines] or [self.word]
+
+    def render(self) -> str:
+        body = "<br>".join(line.render() for line in self.lines) if self.lines else (
+            self.word + (f": {self.text}" if self.text else ""))
+        if self.cite:
+            body += f" [{self.cite}" + (f": “{self.says.strip()}”" if self.says else "") + "]"
+        return body
+
+
+def _single(test: v.Test) -> str:
+    return test.word
+
+
+def _all(tests: list[v.Test]) -> str:
+    return v.combine([t.word for t in tests])
+
+
+class Judge:
+    """Judges the claims of one run folder; every test joins one family, corrected once (`finish`)."""
+
+    def __init__(self, run_dir: Path, source_numbers: Mapping | None = None):
+        self.run_dir = Path(run_dir)
+        self.source_numbers = source_numbers
+        self.family = v.Family()
+        self.outside: list[v.Test] = []  # tests shown beside a claim not at the source's setting, never corrected
+        self._documents: dict[str, dict | None] = {}
+
+    def document(self, name: str) -> dict | None:
+        if name not in self._documents:
+            self._documents[name] = read_numbers(self.run_dir, name)
+        return self._documents[name]
+
+    def finish(self) -> None:
+        self.family.correct()
+
+    def test(self, name: str, ours: Side, than: Side, expect: str, margin: float | None, judged: bool = True) -> v.Test | None:
+        """The paired test of ours against than; None where either has no per-query values. A test that judges no
+        claim (`judged` false: a claim not at the source's setting) stays out of the corrected family."""
+        if ours.per_query is None or than.per_query is None:
+            return None
+        d = v.paired(ours.per_query, than.per_query)
+        if len(d) < 2:
+            raise ClaimError(f"{name}: {ours.row} and {than.row} share {len(d)} queries; a paired test needs 2 or more")
+        unique, i = name, 2
+        while any(t.name == unique for t in self.family.tests + self.outside):
+            unique, i = f"{name} #{i}", i + 1
+        test = v.difference_test(unique, d, expect, margin)
+        if not judged:
+            test.p_adjusted, test.corrected = test.p_raw, False
+            self.outside.append(test)
+            return test
+        return self.family.add(test)
+
+    # -- claim kinds ------------------------------------------------------------------------------------
+
+    def check(self, claim: Mapping, entry: Mapping, spread: Mapping | None = None) -> Verdict:
+        verdict = self._check(claim, entry, spread)
+        verdict.cite, verdict.says = claim.get("cite", ""), claim.get("says", "")
+        return verdict
+
+    def _check(self, claim: Mapping, entry: Mapping, spread: Mapping | None) -> Verdict:
+        kind = claim["kind"]
+        if "figure" in claim:
+            figure = self.document(claim["figure"])
+            if figure is None:
+                return Verdict(word="not run", text=f"{claim['figure']} is not in this run")
+            return {"monotone": self.monotone_figure, "flat_after": self.flat_after, "best_at": self.best_at}[kind](claim, figure)
+        document = self.document(entry["table"])
+        if document is None:
+            return Verdict(word="not run", text=f"numbers/{entry['table']}.json is not in this run")
+        other = self.document(claim["than_table"]) if claim.get("than_table") else None
+        if claim.get("than_table") and other is None:
+            return Verdict(word="not run", text=f"numbers/{claim['than_table']}.json is not in this run")
+        pending = [cell for doc in (document, other) if doc for cell in (doc.get("layout") or {}).get("pending", [])
+                   if cell[2] == claim.get("measure")]
+        if pending:  # stored before a fix: not evidence either way
+            why = next(doc["layout"].get("pending_why", "") for doc in (document, other) if doc and doc.get("layout", {}).get("pending"))
+            return Verdict(word="pending", text=f"{claim['measure']} of {len(pending)} cells is pending ({why})")
+        try:
+            if kind == "compare":
+                return self.compare(claim, entry, document, other, spread)
+            if kind == "monotone":
+                return self.monotone_table(claim, document)
+            if kind == "equal":
+                return self.equal(claim, document)
+            return self.value(claim, document)
+        except ClaimError as err:
+            raise ClaimError(f"numbers/{entry['table']}.json: {err}") from None
+
+    def compare(self, claim: Mapping, entry: Mapping, document: Mapping, other: Mapping | None, spread: Mapping | None) -> Verdict:
+        numbers = document.get("numbers") or {}
+        than_doc = other if other is not None else document
+        groups = [g for g in (claim.get("groups") or _groups(document)) if g != claim.get("than_group")]
+        stated = claim.get("stated_at")
+        not_at = stated if stated is not None and _setting(stated) not in {_setting(g) for g in numbers} else None
+        lines = []
+        for group in groups:
+            rows = _match(_rows(document, group), claim["rows"])
+            for row in rows:
+                than_row = claim["than"].replace("{row}", row)
+                than_group = claim.get("than_group", group)
+                if than_row == row and than_group == group:
+                    continue
+                ours = _side(document, group, row, claim["measure"])
+                than = _side(than_doc, than_group, than_row, claim["measure"])
+                if ours is None or than is None:
+                    continue
+                lines.append(self._compare_line(claim, entry, ours, than, len(groups) > 1 or than_group != group, spread, not_at))
+        if not lines:
+            return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
+        return Verdict(lines)
+
+    def _compare_line(self, claim: Mapping, entry: Mapping, ours: Side, than: Side, named: bool, spread: Mapping | None,
+                      not_at: str | None) -> Line:
+        measure, expect = claim["measure"], claim["expect"]
+        text = f"{measure}: {ours.label(named)} {_fmt(ours.value)} vs {than.label(named)} {_fmt(than.value)}"
+        line = Line(text, not_at=not_at)
+        if "rests_on" in claim:
+            line.word = v.point_word(ours.value, than.value, expect, float(claim["margin"]))
+            line.notes.append(f"difference {ours.value - than.value:+.4f}, margin {claim['margin']:g}; rests on {claim['rests_on']}")
+        else:
+            name = f"{entry.get('table')}: {ours.row} ({ours.group}) vs {than.row} ({than.group}), {measure}, {expect}"
+            test = self.test(name, ours, than, expect, claim.get("margin"), judged=not_at is None)
+            if test is None:
+                line.word = v.INCONCLUSIVE
+                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+            else:
+                line.tests, line.decide = [test], lambda tests: _single(tests[0])
+        if spread is not None and expect in ("above", "below", "no_better"):
+            width = spread.get(measure)
+            if width is not None:
+                line.floor = width
+                line.notes.append(f"seeds' range {width:.4f}")
+        if claim.get("source") is not None:
+            line.notes.append(self._reproduction(claim, entry, ours, than))
+        if not_at is not None:
+            line.notes.insert(0, f"the source states it at {not_at}; ours is {ours.group}")
+        return line
+
+    def _reproduction(self, claim: Mapping, entry: Mapping, ours: Side, than: Side) -> str:
+        """ER and ΔRI between the source cells mapped to this line's two rows, with the source's own direction."""
+        if self.source_numbers is None:
+            raise ClaimError(f"the claim names source cells ({claim['source']}), but no source numbers were loaded")
+        ref, replicability, tables = _ref(claim, entry)
+
+        def cells(side: str, where: Sequence[str]) -> list[Mapping]:
+            return [c for source_row in _patterns(ref[side]) for c in _ref_cells(ref, self.source_numbers, where, source_row)]
+
+        adv_cells, base_cells = cells("rows", tables[:1]), cells("than", tables)
+        adv = next((c for c in adv_cells if c.get("row") == ours.row), None)
+        base = next((c for c in base_cells if c.get("row") == than.row), None)
+        setting = ref.get("at") or self.source_numbers["tables"][tables[0]].get("at")
+        where = f"the source{', ' + setting if setting else ''}"
+
+        def direction(a: Mapping, b: Mapping) -> str:
+            word = "above" if a["value"] > b["value"] else "below" if a["value"] < b["value"] else "equal to"
+            return f"{a['source_row']} {_fmt(float(a['value']))} {word} {b['source_row']} {_fmt(float(b['value']))}"
+
+        if adv is None or base is None:  # no cell maps to this line's rows: the source's own direction, never an ER
+            shown = [direction(a, b) for a in adv_cells for b in base_cells if (adv is None or a is adv) and (base is None or b is base)]
+            missing = ours.row if adv is None else than.row
+            return f"{where}: {'; '.join(shown)}; no source row maps to {missing!r}, so no ER"
+        pair = Reproduction(float(base["value"]), float(adv["value"]), than.value, ours.value)
+        reading = "; replicability on another collection: means only, no per-query pairing" if replicability else ""
+        return f"{pair.text()} ({where}: {direction(adv, base)}{reading})"
+
+    def _ordered(self, sides: list[tuple[float, Side]], claim: Mapping, name: str) -> Line:
+        """A trend over sides ordered by x: reproduced where last vs first is significant in the claim's direction and
+        no adjacent step is significantly the other way; contradicted where any of those is significantly the other way."""
+        expect = "above" if claim["expect"] == "increasing" else "below"
+        sides = sorted(sides, key=lambda item: item[0])
+        text = f"{claim['measure']} by {claim.get('by', 'x')}: " + ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in sides)
+        line = Line(text)
+        if "rests_on" in claim:
+            margin = float(claim["margin"])
+            words = [v.point_word(b.value, a.value, expect, margin) for (_, a), (_, b) in zip(sides, sides[1:])]
+            line.word = v.combine(words)
+            line.notes.append(f"each step against margin {margin:g}; rests on {claim['rests_on']}")
+            return line
+        tests = []
+        for (_, a), (_, b) in zip(sides, sides[1:]):
+            test = self.test(f"{name}: {b.row} vs {a.row}", b, a, expect, None)
+            if test is None:
+                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                return line
+            tests.append(test)
+        whole = self.test(f"{name}: {sides[-1][1].row} vs {sides[0][1].row}", sides[-1][1], sides[0][1], expect, None)
+        line.tests = [whole] + (tests if len(sides) > 2 else [])
+        if len(sides) > 2:
+            line.notes.insert(0, "the first test is last against first, then each step")
+
+        def decide(all_tests: list[v.Test]) -> str:
+            if any(t.significant and t.supports == v.CONTRADICTED for t in all_tests):
+                return v.CONTRADICTED
+            return v.REPRODUCED if all_tests[0].significant and all_tests[0].supports == v.REPRODUCED else v.INCONCLUSIVE
+        line.decide = decide
+        return line
+
+    def monotone_table(self, claim: Mapping, document: Mapping) -> Verdict:
+        lines = []
+        numbers = document.get("numbers") or {}
+        for group in claim.get("groups") or _groups(document):
+            rows = numbers.get(group, {})
+            sides = []
+            for row in _match(_rows(document, group), claim["rows"]):
+                by, side = _number(rows[row].get(claim["by"])), _side(document, group, row, claim["measure"])
+                if by is not None and side is not None:
+                    sides.append((by, side))
+            if len(sides) < 2:
+                raise ClaimError(f"group {group!r}: fewer than two rows {claim['rows']} with {claim['by']} and {claim['measure']}")
+            line = self._ordered(sides, claim, f"monotone {claim['measure']} by {claim['by']} in {group}")
+            if len(claim.get("groups") or numbers) > 1:
+                line.text = f"{group}: " + line.text
+            lines.append(line)
+        return Verdict(lines)
+
+    def _figure_sides(self, claim: Mapping, figure: Mapping) -> dict[str, list[tuple[float, Side]]]:
+        numbers, per_query = figure.get("numbers") or {}, figure.get("per_query") or {}
+        out = {}
+        for label in _match(list(numbers), claim["label"]):
+            series = (numbers[label] or {}).get(claim["measure"]) or {}
+            stored = (per_query.get(label) or {}).get(claim["measure"]) or {}
+            out[label] = [(float(x), Side(f"{x}", label, float(value), stored.get(x))) for x, value in series.items()]
+        if not any(out.values()):
+            raise ClaimError(f"{claim['figure']}: no {claim['measure']} for {claim['label']!r} (labels: {', '.join(numbers)})")
+        return out
+
+    def monotone_figure(self, claim: Mapping, figure: Mapping) -> Verdict:
+        lines = []
+        for label, sides in self._figure_sides(claim, figure).items():
+            line = self._ordered(sides, claim, f"{claim['figure']}: {label} {claim['measure']} monotone")
+            line.text = f"{label}, " + line.text.replace(f" by {claim.get('by', 'x')}: ", f" by {claim.get('by', 'x')} = ")
+            lines.append(line)
+        return Verdict(lines)
+
+    def flat_after(self, claim: Mapping, figure: Mapping) -> Verdict:
+        lines, after = [], float(claim["after"])
+        for label, sides in self._figure_sides(claim, figure).items():
+            start = next((s for x, s in sides if x == after), None)
+            later = sorted((x, s) for x, s in sides if x > after)
+            if start is None or not later:
+                raise ClaimError(f"{claim['figure']}: {label} has no x = {claim['after']} or nothing after it")
+            values = ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in [(after, start)] + later)
+            line = Line(f"{label}, {claim['measure']} from x = {start.row}: {values}")
+            tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {start.row}, flat", s, start, "near",
+                               float(claim["margin"])) for _, s in later]
+            if any(t is None for t in tests):
+                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+            else:
+                line.tests, line.decide = tests, _all
+                line.notes.insert(0, "each later x against x = " + start.row)
+            lines.append(line)
+        return Verdict(lines)
+
+    def best_at(self, claim: Mapping, figure: Mapping) -> Verdict:
+        lines = []
+        for label, sides in self._figure_sides(claim, figure).items():
+            best = next((s for x, s in sides if x == float(claim["at"])), None)
+            if best is None:
+                raise ClaimError(f"{claim['figure']}: {label} has no x = {claim['at']}")
+            others = sorted((x, s) for x, s in sides if s is not best)
+            line = Line(f"{label}, {claim['measure']}: best claimed at x = {best.row} ({_fmt(best.value)}); "
+                        + ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in others))
+            tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {best.row}, best", s, best, "below", None)
+                     for _, s in others]
+            if any(t is None for t in tests):
+                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+            else:
+                line.tests, line.decide = tests, _all
+                line.notes.insert(0, f"each other x against x = {best.row}")
+            lines.append(line)
+        return Verdict(lines)
+
+    def equal(self, claim: Mapping, document: Mapping) -> Verdict:
+        lines = []
+        numbers = document.get("numbers") or {}
+        margin = float(claim["margin"])
+        for group in claim.get("groups") or _groups(document):
+            sides = [s for row in _match(_rows(document, group), claim["rows"])
+                     if (s := _side(document, group, row, claim["measure"])) is not None]
+            if len(sides) < 2:
+                continue
+            line = Line(f"{claim['measure']}" + (f" ({group})" if len(numbers) > 1 else "") + ": "
+                        + ", ".join(f"{s.row} {_fmt(s.value)}" for s in sides))
+            if "rests_on" in claim:
+                spread = max(s.value for s in sides) - min(s.value for s in sides)
+                within_margin = spread <= margin
+                line.word = (v.REPRODUCED if within_margin else v.CONTRADICTED) if claim["expect"] == "equal" else (
+                    v.CONTRADICTED if within_margin else v.REPRODUCED)
+                line.notes.append(f"range {spread:.4f}, margin {margin:g}; rests on {claim['rests_on']}")
+                lines.append(line)
+                continue
+            tests = []
+            for i, a in enumerate(sides):
+                for b in sides[i + 1:]:
+                    test = self.test(f"{claim['measure']} in {group}: {a.row} vs {b.row}, {claim['expect']}", a, b, "near", margin)
+                    if test is None:
+                        break
+                    tests.append(test)
+            if len(tests) < len(sides) * (len(sides) - 1) // 2:
+                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                lines.append(line)
+                continue
+            line.tests = tests
+            line.notes.insert(0, f"every pair, TOST margin ±{margin:g}" + ("" if claim["expect"] == "equal" else
+                                                                           " (some pair significantly beyond it: they differ)"))
+
+            def decide(all_tests: list[v.Test], expect: str = claim["expect"]) -> str:
+                word = v.combine([t.word for t in all_tests])
+                if expect == "equal":
+                    return word
+                beyond = any(t.word == v.CONTRADICTED for t in all_tests)  # some pair beyond the margin: they differ
+                return v.REPRODUCED if beyond else v.CONTRADICTED if word == v.REPRODUCED else v.INCONCLUSIVE
+            line.decide = decide
+            lines.append(line)
+        if not lines:
+            return Verdict(word="not run", text=f"fewer than two rows {claim['rows']} with {claim['measure']} in this run")
+        return Verdict(lines)
+
+    def value(self, claim: Mapping, document: Mapping) -> Verdict:
+        value = _number(((document.get("numbers") or {}).get(claim["group"]) or {}).get(claim["row"], {}).get(claim["measure"]))
+        if value is None:
+            raise ClaimError(f"no {claim['measure']} for {claim['group']} / {claim['row']}")
+        tolerance = claim.get("tolerance", 0.0005)
+        line = Line(f"{claim['row']} {claim['measure']} {_fmt(value)} (published {claim['equals']}, tolerance {tolerance:g})")
+        line.word = v.REPRODUCED if within(value, claim["equals"], tolerance) else v.CONTRADICTED
+        line.notes.append("rests on one deterministic value (no model)")
+        return Verdict([line])
+
+
+def spread_of(judge: Judge, spread: Mapping | None) -> dict[str, float] | None:
+    """The seed reruns' range per measure (max - min over the rows matching `spread.rows` in its table's first group)."""
+    if spread is None:
+        return None
+    document = judge.document(spread["table"])
+    if document is None:
+        return None
+    numbers = document.get("numbers") or {}
+    group = next(iter(numbers), None)
+    rows = _match(list(numbers.get(group, {})), spread["rows"]) if group else []
+    out = {}
+    for measure in (document.get("layout") or {}).get("measures", []):
+        values = [x for row in rows if (x := _number(numbers[group][row].get(measure))) is not None]
+        if len(values) >= 2:
+            out[measure] = max(values) - min(values)
+    return out
 
 
 def check(claim: Mapping, entry: Mapping, run_dir: Path, source_numbers: Mapping | None = None) -> Verdict:
-    """The claim's verdict on the run, with where the source states it; with `source_numbers` (the loaded
-    source_numbers.yaml), a compare claim naming the source's cells also gets ER and ΔRI."""
-    verdict = _check(claim, entry, run_dir, source_numbers)
-    return dataclasses.replace(verdict, cite=claim.get("cite", ""), says=claim.get("says", ""))
+    """One claim judged alone (its tests corrected among themselves only): for tests and a quick look."""
+    judge = Judge(run_dir, source_numbers)
+    verdict = judge.check(claim, entry)
+    judge.finish()
+    return verdict
 
 
-def _check(claim: Mapping, entry: Mapping, run_dir: Path, source_numbers: Mapping | None) -> Verdict:
-    if claim["kind"] == "best":
-        return check_best(claim, run_dir)
-    document = read_numbers(run_dir, entry["table"])
-    if document is None:
-        return Verdict("not run", f"numbers/{entry['table']}.json is not in this run")
-    others = [read_numbers(run_dir, claim["than_table"])] if claim.get("than_table") else []
-    pending = [cell for doc in [document, *others] if doc for cell in (doc.get("layout") or {}).get("pending", [])
-               if cell[2] == claim.get("measure")]
-    if pending:  # stored before a fix: not evidence either way
-        why = next(doc["layout"].get("pending_why", "") for doc in [document, *others] if doc and doc.get("layout", {}).get("pending"))
-        return Verdict("pending", f"{claim['measure']} of {len(pending)} cells is pending ({why})")
-    source = None
-    if claim.get("source") is not None:
-        if source_numbers is None:
-            raise ClaimError(f"the claim names source cells ({claim['source']}), but no source numbers were loaded")
-        try:
-            source = source_pair(claim["source"], source_numbers, _source_tables(claim, entry))
-        except SourceNumbersError as err:
-            raise ClaimError(f"source numbers: {err}") from None
-    try:
-        if claim["kind"] == "compare":
-            other = others[0] if others else None
-            if claim.get("than_table") and other is None:
-                return Verdict("not run", f"numbers/{claim['than_table']}.json is not in this run")
-            return check_compare(claim, document, other, source)
-        return {"value": check_value, "monotone": check_monotone, "observe": check_observe}[claim["kind"]](claim, document)
-    except ClaimError as err:
-        raise ClaimError(f"numbers/{entry['table']}.json: {err}") from None
+# ---------------------------------------------------------------------------------------------------------
+# The index
 
 
 def files_of(entry: Mapping, run_dir: Path) -> str:
@@ -360,29 +699,61 @@ def files_of(entry: Mapping, run_dir: Path) -> str:
     return ", ".join(names)
 
 
+def judge_all(seeds: Mapping, run_dir: Path) -> tuple[list[list[list[Verdict]]], Judge]:
+    """Every claim's verdict, per work and table, with one correction over all their tests."""
+    judge = Judge(run_dir, seeds.get("source_numbers"))
+    out = []
+    for work in seeds["works"]:
+        spread = spread_of(judge, work.get("spread"))
+        out.append([[judge.check(claim, entry, spread) for claim in entry.get("claims") or []] for entry in work["tables"]])
+    judge.finish()
+    return out, judge
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
-    """The run's README: an index from every seed table to our files, its command and whether the effect held."""
+    """The run's README: an index from every seed table to our files, its command and every claim's verdict."""
     if not (run_dir / "numbers").is_dir():  # else every verdict would read "not run", written without a word
         raise ClaimError(f"{run_dir}: no numbers/ folder; name a run folder the workflow has written tables into")
+    judged, judge = judge_all(seeds, run_dir)
+    counts: dict[str, int] = {}
+    for work in judged:
+        for entry in work:
+            for verdict in entry:
+                for word in verdict.words:
+                    counts[word] = counts.get(word, 0) + 1
     lines = [seeds.get("heading", "# What is stored here, table by table"), ""]
     if seeds.get("intro"):
         lines += [seeds["intro"].strip(), ""]
+    lines += [v.RULE, ""]
+    lines += [f"This index: {len(judge.family)} tests corrected together; verdicts: "
+              + ", ".join(f"{word} {counts[word]}" for word in sorted(counts, key=lambda w: (v.WORDS + (w,)).index(w))) + ".", ""]
     if command:
         lines += [f"Made by `{command}` from this folder's `numbers/*.json`; the verdicts are checked by "
                   "`python -m reranker tables index` against the claims in `workflow/config/seed_tables.yaml`.", ""]
-    for work in seeds["works"]:
+    for work, verdicts_of_work in zip(seeds["works"], judged):
         lines += [f"## {work['title']}", ""]
         if work.get("details"):
             lines += [work["details"].strip(), ""]
-        lines += ["| source table | ours | effect in the source | held here? |", "|---|---|---|---|"]
-        for entry in work["tables"]:
-            verdicts = [check(claim, entry, run_dir, seeds.get("source_numbers")).render() for claim in entry.get("claims") or []]
-            held = "<br>".join(verdicts) or "not checked"
+        lines += ["| source table | ours | effect in the source | verdicts |", "|---|---|---|---|"]
+        untested = list(work.get("untested") or [])
+        for entry, entry_verdicts in zip(work["tables"], verdicts_of_work):
+            held = "<br>".join(verdict.render() for verdict in entry_verdicts) or "no claim"
             if entry.get("context"):
                 held += f"<br>({entry['context'].strip()})"
             cells = [entry["source"], files_of(entry, run_dir), entry["effect"], held]
-            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            untested += [{**item, "table": entry["source"]} for item in entry.get("untested") or []]
         lines.append("")
+        if untested:
+            lines += ["Statements of the source about these tables that no claim tests here:", "",
+                      "| statement | where | why not tested |", "|---|---|---|"]
+            lines += ["| " + " | ".join(_cell(c) for c in (item["says"].strip(), item["cite"].strip(), item["why"].strip())) + " |"
+                      for item in untested]
+            lines.append("")
         if work.get("note"):
             lines += [work["note"].strip(), ""]
     if seeds.get("outro"):
@@ -391,7 +762,7 @@ def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
 
 
 def main_index(argv: list[str]) -> int:
-    """The run's README: every seed table of the three works, our file, its command, and whether the effect held."""
+    """The run's README: every seed table of the three works, our file, its command, and every claim's verdict."""
     parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
     parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
     parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
@@ -404,3 +775,5 @@ def main_index(argv: list[str]) -> int:
     write_text(args.out, text)
     print(args.out)
     return 0
+
+

@@ -251,7 +251,8 @@ def test_the_run_readme_gives_every_seed_table_its_file_and_a_verdict(quick_run)
     for table in result_tables(quick_run / "tables"):
         assert f"tables/{table.stem}" in readme, table.stem
     assert "not run:" not in readme and "not checked" not in readme  # every claim found its rows in the quick run
-    assert readme.count("**yes**") + readme.count("**no**") + readme.count("**partly**") >= 8
+    assert readme.count("**reproduced**") + readme.count("**contradicted**") + readme.count("**inconclusive**") >= 8
+    assert "stored before issue 58" not in readme  # every table the run made stores its per-query values
     assert "Made by `snakemake --cores all --profile workflow/profiles/quick`" in readme
     assert (quick_run / "figures" / "ntnu_candidates.json").exists()
 
