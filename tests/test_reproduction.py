@@ -118,6 +118,7 @@ def _cell(**change):
     ({"source": "ntnu", "table": "T", "cells": [_cell()]}, "tables.t.source: 'ntnu' is not one of the sources (radboud)"),
     ({"source": "radboud", "table": "T", "cells": []}, "tables.t.cells: expected a non-empty list"),
     ({"source": "radboud", "cells": [_cell()]}, "tables.t: missing table"),
+    ({"source": "radboud", "table": "T", "ours": 3e-5, "cells": [_cell()]}, "tables.t.ours: expected a string"),
 ])
 def test_a_bad_source_numbers_file_is_one_line_naming_the_file_and_entry(tmp_path, table, message):
     path = write(tmp_path, {"sources": NUMBERS["sources"], "tables": {"t": table}})
