@@ -692,6 +692,7 @@ def test_a_source_collection_that_is_none_of_ours_gets_columns_of_its_own(tmp_pa
 
 
 STORED = Path(__file__).resolve().parent.parent / "results"
+SOURCE_NUMBERS_FILE = Path(__file__).resolve().parent.parent / "workflow" / "config" / "source_numbers.yaml"
 
 
 def _rerender(table_id: str, tmp_path) -> str:
@@ -699,9 +700,6 @@ def _rerender(table_id: str, tmp_path) -> str:
     assert tables.main(["rerender", "--numbers", str(tmp_path / f"{table_id}.json"), "--out", str(tmp_path / table_id),
                         "--formats", "md", "--sources", str(SOURCE_NUMBERS_FILE)]) == 0
     return (tmp_path / f"{table_id}.md").read_text(encoding="utf-8")
-
-
-SOURCE_NUMBERS_FILE = Path(__file__).resolve().parent.parent / "workflow" / "config" / "source_numbers.yaml"
 
 
 def test_the_stored_tables_name_the_setting_of_each_source_cell_that_is_not_ours(tmp_path):
