@@ -9,7 +9,8 @@ stated:
       radboud_2_1:                      # our table's name
         source: radboud                 # a key of `sources`
         table: "Table 2.1"              # the source's table
-        at: "lr 3e-5, 1 epoch"          # optional: the setting of every cell that names none
+        at: "lr 3e-5, 1 epoch"          # optional: the setting of every cell that names none, and of those beside ours
+        ours: "lr 1e-4, 1 epoch"        # optional: our rows' setting where the source never ran it (§ cells then name theirs)
         note: "..."                     # optional
         cells:
           - {row: "BERT baseline", source_row: "BM25@100", column: RadboudNDCG@20, value: 0.5445,

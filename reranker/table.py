@@ -135,8 +135,11 @@ class Table:
 
     def text(self, row: str, group: str, measure: str) -> str:
         if measure.startswith(SOURCE_COLUMN):
-            value = self.source.beside(row, group, measure[len(SOURCE_COLUMN):], self.groups) if self.source else None
-            return "–" if value is None else f"{value:.4f}"
+            cell = self.source.beside_cell(row, group, measure[len(SOURCE_COLUMN):], self.groups) if self.source else None
+            if cell is None:
+                return "–"
+            other = self.source.other_setting(cell)  # never silently another setting than our row's
+            return f"{cell.value:.4f}" + (f" ({other})" if other else "")
         if (row, group, measure) in self.pending:
             return PENDING
         if measure in self.extra_columns:
@@ -161,22 +164,34 @@ class Table:
 
     def layout(self) -> list[tuple[str, str]]:
         """The printed (group, column) cells of a row: each group's measures, each followed by the source's
-        value where the source has one for some row (`source:` + measure), then the extra columns once
-        (their value is the same in every group)."""
+        value where the source has one for some row (`source:` + measure), then the source's own groups that
+        are none of ours (another collection: its columns of its own, never in place of ours), then the extra
+        columns once (their value is the same in every group)."""
         cells = []
         for g in self.groups:
             for m in self.measures:
                 cells.append((g, m))
                 if self.source and any(self.source.beside(r, g, m, self.groups) is not None for r in self.rows):
                     cells.append((g, SOURCE_COLUMN + m))
+        for g in self.source_groups():
+            cells += [(g, SOURCE_COLUMN + c) for c in self.source.foreign_columns(g)
+                      if any(self.source.beside(r, g, c, self.groups) is not None for r in self.rows)]
         return cells + [(self.groups[0], c) for c in self.extra_columns]
+
+    def source_groups(self) -> list[str]:
+        """The source's groups beside our rows that are none of ours (e.g. Birch's Robust04 beside our collections)."""
+        if not self.source:
+            return []
+        return [g for g in self.source.foreign_groups(self.groups)
+                if any(self.source.beside(r, g, c, self.groups) is not None for r in self.rows for c in self.source.foreign_columns(g))]
 
     def header(self, with_group: bool = True) -> list[str]:
         def label(g: str, m: str) -> str:
             source = m.startswith(SOURCE_COLUMN)
             m = m.removeprefix(SOURCE_COLUMN)
             text = MEASURE_LABELS.get(m, m)
-            text = f"{g} {text}" if with_group and len(self.groups) > 1 and m in self.measures else text
+            ours = g in self.groups
+            text = f"{g} {text}" if with_group and (len(self.groups) > 1 and m in self.measures or not ours) else text
             return f"{text} {SOURCE_MARK}" if source else text
 
         return [self.row_header] + [label(g, m) for g, m in self.layout()]
@@ -202,10 +217,17 @@ class Table:
         return [f"{self.source.table} ({SOURCE_MARK})"] + [label(*c) for c in self.source_columns()]
 
     def source_caption(self) -> str:
-        shown = f" {SOURCE_MARK} columns above: the source's value for our row" + (f" at {self.source.at}" if self.source.at else "") + "."
+        layout = self.layout()
+        foreign = self.source_groups()
+        other = any(self.source.other_setting(cell) for r in self.rows for g, m in layout if m.startswith(SOURCE_COLUMN)
+                    for cell in [self.source.beside_cell(r, g, m[len(SOURCE_COLUMN):], self.groups)] if cell)
+        shown = (f" {SOURCE_MARK} columns above: the source's value for our row" + (f" at {self.source.at}" if self.source.at else "")
+                 + (f"; ours is {self.source.ours}, so a cell at another setting names it in brackets" if other else "")
+                 + (f"; {', '.join(foreign)}: the source's {'collections' if len(foreign) > 1 else 'collection'}, none of ours,"
+                    " in columns of their own" if foreign else "") + ".")
+        note = self.source.note.rstrip(".")
         return (f"{SOURCE_MARK} {self.source.work}, {self.source.table}, as published"
-                + (f": {self.source.note}" if self.source.note else "") + "." + (shown if any(
-                    m.startswith(SOURCE_COLUMN) for _, m in self.layout()) else "")
+                + (f": {note}" if note else "") + "." + (shown if any(m.startswith(SOURCE_COLUMN) for _, m in layout) else "")
                 + f" Where each number is: {SOURCE_FILE} (`where`).")
 
     def pending_note(self) -> list[str]:
@@ -284,9 +306,10 @@ class Table:
         header = self.header(with_group=False)  # a group's name spans its columns
         lines = ["\\begin{table}", "\\centering", f"\\caption{{{_tex(self.caption)}}}", f"\\begin{{tabular}}{{{spec}}}",
                  "\\toprule"]
-        if len(self.groups) > 1:
-            width = {g: sum(1 for lg, m in layout if lg == g and m not in self.extra_columns) for g in self.groups}
-            lines.append(" & " + " & ".join([f"\\multicolumn{{{width[g]}}}{{c}}{{{_tex(g)}}}" for g in self.groups]
+        groups = self.groups + self.source_groups()
+        if len(groups) > 1:
+            width = {g: sum(1 for lg, m in layout if lg == g and m not in self.extra_columns) for g in groups}
+            lines.append(" & " + " & ".join([f"\\multicolumn{{{width[g]}}}{{c}}{{{_tex(g)}}}" for g in groups if width[g]]
                                             + [""] * len(self.extra_columns)) + " \\\\")
         lines.append(f"{_tex(self.row_header)} & " + " & ".join(_tex(h) for h in header[1:]) + " \\\\")
         lines.append("\\midrule")
@@ -294,7 +317,7 @@ class Table:
             cells = []
             for g, m in self.layout():
                 text = self.text(row, g, m)
-                text = _tex(text) if m in self.extra_columns else text.replace(PLUS_MINUS, "$\\pm$")
+                text = _tex(text) if m in self.extra_columns or m.startswith(SOURCE_COLUMN) else text.replace(PLUS_MINUS, "$\\pm$")
                 text = _marks(text).replace("–", "--")
                 cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")

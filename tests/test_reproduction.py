@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -114,6 +118,7 @@ def _cell(**change):
     ({"source": "ntnu", "table": "T", "cells": [_cell()]}, "tables.t.source: 'ntnu' is not one of the sources (radboud)"),
     ({"source": "radboud", "table": "T", "cells": []}, "tables.t.cells: expected a non-empty list"),
     ({"source": "radboud", "cells": [_cell()]}, "tables.t: missing table"),
+    ({"source": "radboud", "table": "T", "ours": 3e-5, "cells": [_cell()]}, "tables.t.ours: expected a string"),
 ])
 def test_a_bad_source_numbers_file_is_one_line_naming_the_file_and_entry(tmp_path, table, message):
     path = write(tmp_path, {"sources": NUMBERS["sources"], "tables": {"t": table}})
@@ -140,3 +145,85 @@ def test_a_source_pair_takes_the_best_of_rows_and_finds_than_in_the_than_tables_
         reproduction.check_ref(ref, numbers, ["radboud_2_1"])
     with pytest.raises(SourceNumbersError, match="tables.radboud_3_4: no cell with source_row 'BERT'"):  # rows: the claim's table only
         reproduction.check_ref({**ref, "rows": "BERT"}, numbers, ["radboud_3_4", "radboud_2_1"])
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# The seed texts (shared/seeds/, beside the data: ../shared/data is BIRCH_DATA's usual place)
+SEED_DIRS = [ROOT / "shared" / "seeds", ROOT.parent / "shared" / "seeds"] + (
+    [Path(os.environ["BIRCH_DATA"]).resolve().parent / "seeds"] if os.environ.get("BIRCH_DATA") else [])
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*")
+
+
+def _seeds() -> Path:
+    found = next((d for d in SEED_DIRS if (d / "README.md").is_file()), None)
+    if found is None:
+        pytest.skip(f"the seed texts are not at hand (looked in {', '.join(map(str, SEED_DIRS))})")
+    return found
+
+
+def test_every_transcribed_cell_is_printed_on_the_seed_line_it_cites():
+    """Each cell whose `where` names a seed text and a line: its value is a number printed on that line (the Radboud
+    and NTNU theses, and Birch's predecessor's Robust04 table, birch_arxiv_robust04.md)."""
+    seeds = _seeds()
+    numbers = load_source_numbers(reproduction.DEFAULT_SOURCE_NUMBERS)
+    checked, wrong, elsewhere = 0, [], []
+    for table_id, entry in numbers["tables"].items():
+        for cell in entry["cells"]:
+            name = cell["where"].split(",")[0].strip()
+            if not (seeds / name).is_file():
+                elsewhere.append(cell["where"])
+                continue
+            line = int(re.search(r"\bline (\d+)", cell["where"]).group(1))
+            text = (seeds / name).read_text(encoding="utf-8").splitlines()[line - 1]
+            printed = {float(n.replace(",", "")) for n in NUMBER.findall(text)}
+            if not any(abs(v - float(cell["value"])) < 1e-9 for v in printed):
+                wrong.append(f"{table_id} {cell['source_row']!r} {cell['column']}: {cell['value']} not on {name} line {line}: {text!r}")
+            checked += 1
+    assert not wrong, "\n".join(wrong)
+    assert checked >= 184 + 32  # the theses' cells and Birch's predecessor's 32
+    assert all("not in the thesis text" in where for where in elsewhere), elsewhere  # only the thesis code's BM25
+
+
+def test_birchs_predecessor_cells_cite_their_row_and_cross_validation():
+    """birch_arxiv_robust04.md: each cell's source row is the row its line prints, and its `at` names the table (two-fold
+    CV, lines 19-28; five-fold CV, lines 32-41) that line is in."""
+    text = (_seeds() / "birch_arxiv_robust04.md").read_text(encoding="utf-8").splitlines()
+    entry = load_source_numbers(reproduction.DEFAULT_SOURCE_NUMBERS)["tables"]["birch_main"]
+    for cell in entry["cells"]:
+        line = int(re.search(r"\bline (\d+)", cell["where"]).group(1))
+        printed = [part.strip() for part in text[line - 1].strip().strip("|").split("|")]
+        assert printed[0] == cell["source_row"], cell
+        assert float(printed[{"AP@1000": 1, "P@20": 2}[cell["column"]]].strip("*")) == cell["value"], cell  # bold dropped
+        fold = "2-fold CV" if 19 <= line <= 28 else "5-fold CV" if 32 <= line <= 41 else None
+        assert cell["at"] == fold and cell["group"] == "Robust04", cell
+        assert ("two-fold" if fold == "2-fold CV" else "five-fold") in cell["where"]
+
+
+def test_birchs_predecessor_is_transcribed_whole_and_maps_our_rows():
+    """32 cells: 2 cross-validations x 8 rows x (AP, P@20). Our BM25+RM3 is 'BM25+RM3 (Anserini)', our fine-tuned
+    cross-encoder's nS rows are 'nS: BERT(MB)' (a classifier fine-tuned on other data, as ours); BERT(QA) and the
+    earlier papers have no row of ours. Every row named is a row of our stored table; the source is the arXiv
+    predecessor, never the EMNLP paper's Table 1."""
+    numbers = load_source_numbers(reproduction.DEFAULT_SOURCE_NUMBERS)
+    entry = numbers["tables"]["birch_main"]
+    source = numbers["sources"][entry["source"]]
+    assert "arXiv 1903.10972" in source["work"] and "3a1b08009b2315325e487d215825576ea4d4c9ed" in source["where"]
+    assert "not EMNLP Table 1" in entry["table"] and entry["at"] == "5-fold CV"
+    cells = entry["cells"]
+    assert len(cells) == 32 and {c["at"] for c in cells} == {"2-fold CV", "5-fold CV"} and {c["group"] for c in cells} == {"Robust04"}
+    mapping = {c["source_row"]: c["row"] for c in cells}
+    ours = "BERT(SciFact+titles, soft labels 0.8)"
+    assert mapping == {"Paper 1 (two fold)": None, "Paper 2 (five fold)": None, "BM25+RM3 (Anserini)": "BM25+RM3",
+                       **{f"{n}S: BERT(QA)": None for n in (1, 2, 3)}, **{f"{n}S: BERT(MB)": f"{ours} {n}S" for n in (1, 2, 3)}}
+    stored = json.loads((ROOT / "results" / "numbers" / "birch_main.json").read_text(encoding="utf-8"))["layout"]["rows"]
+    assert {c["row"] for c in cells} - {None} <= set(stored)
+    # the cells beside ours are the 5-fold ones (ours: 5-fold CV on AP); the 2-fold ones by name
+    assert source_cell(numbers, "birch_main", "1S: BERT(MB)", "AP@1000") == 0.3266
+    assert source_cell(numbers, "birch_main", "1S: BERT(MB)", "AP@1000", at="2-fold CV", group="Robust04") == 0.3241
+    assert {(c["row"], c["column"], c["value"]) for c in cells_beside(numbers, "birch_main") if c["at"] == "5-fold CV"} >= {
+        ("BM25+RM3", "AP@1000", 0.3033), ("BM25+RM3", "P@20", 0.3974), (f"{ours} 3S", "P@20", 0.4287)}
+    # a compare claim may name them: the best of 1S-3S with BERT(MB) against BM25+RM3, 5-fold CV
+    ref = {"rows": ["1S: BERT(MB)", "2S: BERT(MB)", "3S: BERT(MB)"], "than": "BM25+RM3 (Anserini)", "column": "AP@1000"}
+    reproduction.check_ref(ref, numbers, ["birch_main"])
+    assert reproduction.source_pair(ref, numbers, ["birch_main"]) == (0.3033, 0.3278)
+    assert reproduction.source_pair({**ref, "at": "2-fold CV"}, numbers, ["birch_main"]) == (0.2987, 0.3244)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+from pathlib import Path
 
 import pytest
 from scipy import stats
@@ -642,6 +643,109 @@ def test_the_sources_numbers_stand_beside_ours_at_our_setting_and_all_in_a_block
     assert "§ BERT-large,synthetic,nDCG@20 (lr 3e-5),0.61," in csv_text
     assert "\\S{}" in tex and "0.5445" in tex and "0.5445" in html
     assert not table.best("synthetic", SOURCE_COLUMN + "nDCG@20")  # never bold
+
+
+def _row_cells(md: str, row: str) -> dict[str, str]:
+    """Header label -> cell text of `row` in a rendered Markdown table (the first table of `md`)."""
+    lines = md.splitlines()
+    header = [cell.strip() for cell in lines[2].strip("|").split("|")]
+    line = next(line for line in lines if line.startswith(f"| {row} |"))
+    return dict(zip(header, (cell.strip() for cell in line.strip("|").split("|"))))
+
+
+def test_a_source_cell_at_another_setting_than_ours_names_it(tmp_path):
+    """Issue 58: the § column mixed settings silently. Where our rows' setting (`ours`) is not the setting of the
+    source's cell beside them, the cell names its setting, and the caption says what ours is."""
+    table = _table_with_source(tmp_path)
+    md = table.to_markdown()
+    assert _row_cells(md, "better")["nDCG@20 §"] == "0.5439"  # at our setting: the number alone
+    assert "so a cell at another setting" not in md
+    (tmp_path / "ours.yaml").write_text(SOURCE_YAML.replace('at: "lr 3e-5"\n    note', 'at: "lr 3e-5"\n    ours: "lr 1e-4"\n    note'))
+    from reranker.formats.source_numbers import read_source_numbers
+
+    table.source = read_source_numbers(tmp_path / "ours.yaml")["t"]
+    assert table.source.ours == "lr 1e-4" and table.source.at == "lr 3e-5"
+    md, tex, html = table.to_markdown(), table.to_latex(), table.to_html()
+    assert _row_cells(md, "better")["nDCG@20 §"] == "0.5439 (lr 3e-5)"
+    assert _row_cells(md, "baseline")["nDCG@20 §"] == "–"
+    assert "at lr 3e-5; ours is lr 1e-4, so a cell at another setting names it in brackets." in md
+    assert "0.5439 (lr 3e-5)" in tex and "0.5439 (lr 3e-5)" in html
+    assert not table.best("synthetic", SOURCE_COLUMN + "nDCG@20")
+
+
+def test_a_source_collection_that_is_none_of_ours_gets_columns_of_its_own(tmp_path):
+    """Birch's predecessor reports Robust04, none of our collections: its cells beside our rows stand in a group of
+    their own after ours (never in place of our cells), in every format."""
+    from reranker.formats.source_numbers import read_source_numbers
+
+    table = _table_with_source(tmp_path)
+    (tmp_path / "robust.yaml").write_text(SOURCE_YAML.replace('column: nDCG@20, at: "lr 3e-5", value: 0.5439',
+                                                              'group: Robust04, column: AP@1000, at: "lr 3e-5", value: 0.3266'))
+    table.source = read_source_numbers(tmp_path / "robust.yaml")["t"]
+    md, tex = table.to_markdown(), table.to_latex()
+    header = [cell.strip() for cell in md.splitlines()[2].strip("|").split("|")]
+    assert header[-1] == "Robust04 AP §" and "nDCG@20 §" not in header and "AP §" not in header
+    assert _row_cells(md, "better")["Robust04 AP §"] == "0.3266" and _row_cells(md, "baseline")["Robust04 AP §"] == "–"
+    assert "Robust04: the source's collection, none of ours, in columns of their own." in md
+    assert "\\multicolumn{3}{c}{synthetic} & \\multicolumn{1}{c}{Robust04}" in tex
+    assert "| Table 9 (§) | Robust04 AP (lr 3e-5) |" in md  # and in the block, as published
+
+
+STORED = Path(__file__).resolve().parent.parent / "results"
+SOURCE_NUMBERS_FILE = Path(__file__).resolve().parent.parent / "workflow" / "config" / "source_numbers.yaml"
+
+
+def _rerender(table_id: str, tmp_path) -> str:
+    (tmp_path / f"{table_id}.json").write_text((STORED / "numbers" / f"{table_id}.json").read_text(encoding="utf-8"), encoding="utf-8")
+    assert tables.main(["rerender", "--numbers", str(tmp_path / f"{table_id}.json"), "--out", str(tmp_path / table_id),
+                        "--formats", "md", "--sources", str(SOURCE_NUMBERS_FILE)]) == 0
+    return (tmp_path / f"{table_id}.md").read_text(encoding="utf-8")
+
+
+def test_the_stored_tables_name_the_setting_of_each_source_cell_that_is_not_ours(tmp_path):
+    """radboud_3_4's 0.5389 is the thesis' lr 2e-5 (ours: lr 3e-5), radboud_2_2's 0.7107 its lr 2e-5, 2 epochs, batch
+    16 (ours: lr 1e-4, 1 epoch); both say so. A § cell without a setting is one the source has at our setting."""
+    radboud_3_4 = _rerender("radboud_3_4", tmp_path)
+    assert _row_cells(radboud_3_4, "Regression, binary (0/1)")["nDCG@20 (thesis) §"] == "0.5389 (lr 2e-5, 1 epoch)"
+    assert "ours is lr 3e-5, 1 epoch" in radboud_3_4
+    radboud_2_2 = _rerender("radboud_2_2", tmp_path)
+    assert _row_cells(radboud_2_2, "MLM, random tokens")["after §"] == "0.7107 (lr 2e-5, 2 epochs, batch size 16)"
+    assert "ours is lr 1e-4, 1 epoch, batch size 16" in radboud_2_2
+    import yaml
+
+    document = yaml.safe_load(SOURCE_NUMBERS_FILE.read_text(encoding="utf-8"))
+    for table_id, entry in document["tables"].items():
+        if not (STORED / "numbers" / f"{table_id}.json").exists():
+            continue
+        ours = entry.get("ours", entry.get("at"))
+        md = _rerender(table_id, tmp_path)
+        header = [cell.strip() for cell in md.splitlines()[2].strip("|").split("|")]
+        for line in md.split("\n\n")[1].splitlines()[2:]:
+            cells = dict(zip(header, (cell.strip() for cell in line.strip("|").split("|"))))
+            for label, text in cells.items():
+                if not label.endswith(" §") or text == "–":
+                    continue
+                value, _, setting = text.partition(" (")
+                at = setting.rstrip(")") or ours  # no setting named: the source's cell is at ours
+                assert any(cell["row"] == cells[header[0]] and abs(cell["value"] - float(value)) < 5e-5
+                           and cell.get("at", entry.get("at")) == at for cell in entry["cells"]), (table_id, label, text)
+                assert not setting or at != ours, (table_id, label, text)
+
+
+def test_birchs_predecessor_stands_beside_birch_main_in_robust04_columns(tmp_path):
+    """The arXiv predecessor's Robust04 cells at 5-fold CV (ours) beside our BM25+RM3 and fine-tuned cross-encoder
+    rows, in columns of their own; both cross-validations in the block under the table, named as what they are."""
+    md = _rerender("birch_main", tmp_path)
+    header = [cell.strip() for cell in md.splitlines()[2].strip("|").split("|")]
+    assert header[-2:] == ["Robust04 AP §", "Robust04 P@20 §"]
+    assert not any(label.endswith("§") for label in header[:-2])  # none of our collections' cells is replaced
+    assert [_row_cells(md, "BM25+RM3")[c] for c in header[-2:]] == ["0.3033", "0.3974"]
+    for n, (ap, p20) in {1: ("0.3266", "0.4245"), 2: ("0.3278", "0.4267"), 3: ("0.3278", "0.4287")}.items():
+        assert [_row_cells(md, f"BERT(SciFact+titles, soft labels 0.8) {n}S")[c] for c in header[-2:]] == [ap, p20]
+        assert _row_cells(md, f"Bi-encoder MiniLM-L6 (SciFact+titles) {n}S")["Robust04 AP §"] == "–"
+    block = md.split("(§) |")[0].rsplit("\n", 1)[1] + md.split("(§) |")[1]
+    assert "not EMNLP Table 1" in block and "arXiv 1903.10972" in md.rsplit("\n§ ", 1)[1]
+    assert "| 3S: BERT(QA) | 0.3003 | 0.3948 | 0.309 | 0.4064 |" in block and "Paper 1 (two fold)" in block
 
 
 def test_a_stored_table_renders_again_from_its_numbers_with_cells_pending(tmp_path):

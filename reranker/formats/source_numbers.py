@@ -2,9 +2,12 @@
 (shown beside ours) and by the claims (effect ratios against the source's cells).
 
 A file holds `sources` (work id -> {work, where}) and `tables` (our table id -> {source, table, at,
-note, cells}); each cell is {row, source_row, column, value, where} with optional `group` (a
+ours, note, cells}); each cell is {row, source_row, column, value, where} with optional `group` (a
 collection of the source's that is not ours), `at` (the source's setting, e.g. a grid point) and
-`unit`. `row` is our row label, or null where we have no such row.
+`unit`. `row` is our row label, or null where we have no such row. A table's `at` is the setting of
+the cells shown beside ours (and of every cell that names none); `ours` is our rows' setting in the
+source's terms, where it is not `at` (the source never ran ours): a cell beside ours whose setting is
+not ours is printed with its setting.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from reranker.formats.errors import InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
 SOURCE_KEYS = {"work", "where", "note"}
-TABLE_KEYS = {"source", "table", "at", "note", "cells"}
+TABLE_KEYS = {"source", "table", "at", "ours", "note", "cells"}
 CELL_KEYS = {"row", "source_row", "column", "at", "value", "where", "group", "unit"}
 CELL_STRINGS = ("source_row", "column", "where", "at", "group", "unit")
 
@@ -63,7 +66,7 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS) -> dict:
         if table["source"] not in numbers["sources"]:
             raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
                                      f"({', '.join(map(str, numbers['sources'])) or 'none'})")
-        for key in ("table", "at", "note"):
+        for key in ("table", "at", "ours", "note"):
             if key in table and not isinstance(table[key], str):
                 raise SourceNumbersError(f"{where}.{key}: expected a string, found {table[key]!r}")
         if not isinstance(table["cells"], list) or not table["cells"]:
@@ -109,26 +112,45 @@ class SourceTable:
     table_id: str
     work: str  # the source work, in words
     table: str  # the source's own table name
-    at: str | None
+    at: str | None  # the setting of the cells beside ours
     note: str
     cells: tuple[SourceCell, ...]
+    ours: str | None = None  # our rows' setting in the source's terms (the table's `ours`, else its `at`)
 
     @cached_property
-    def _ours(self) -> dict[tuple[str, str | None, str], float]:
-        """(our row, the source's group or None, column) -> value, at our setting; the first cell wins."""
-        ours: dict[tuple[str, str | None, str], float] = {}
+    def _ours(self) -> dict[tuple[str, str | None, str], SourceCell]:
+        """(our row, the source's group or None, column) -> the cell beside ours, at `at`; the first cell wins."""
+        ours: dict[tuple[str, str | None, str], SourceCell] = {}
         for cell in self.cells:
             if cell.row is not None and (cell.at is None or cell.at == self.at):
-                ours.setdefault((cell.row, cell.group, cell.column), cell.value)
+                ours.setdefault((cell.row, cell.group, cell.column), cell)
         return ours
 
+    def beside_cell(self, row: str, group: str, column: str, groups: tuple[str, ...] | list[str]) -> SourceCell | None:
+        """The source's cell for our cell, where the source has one at `at`: a cell naming our group, else one
+        naming no group (when `group` is one of ours)."""
+        cell = self._ours.get((row, group, column))
+        if cell is None and group in groups:
+            cell = self._ours.get((row, None, column))
+        return cell
+
     def beside(self, row: str, group: str, column: str, groups: tuple[str, ...] | list[str]) -> float | None:
-        """The source's value for our cell, where the source has one at our setting: a cell naming our group,
-        else one naming no group (when `group` is one of ours)."""
-        value = self._ours.get((row, group, column))
-        if value is None and group in groups:
-            value = self._ours.get((row, None, column))
-        return value
+        """The value of `beside_cell`, or None."""
+        cell = self.beside_cell(row, group, column, groups)
+        return None if cell is None else cell.value
+
+    def other_setting(self, cell: SourceCell) -> str | None:
+        """The cell's setting where it is not our rows' (`ours`), else None: what a cell beside ours must say."""
+        return cell.at if cell.at is not None and self.ours is not None and cell.at != self.ours else None
+
+    def foreign_groups(self, groups: tuple[str, ...] | list[str]) -> list[str]:
+        """The source's groups (collections) that are none of ours but hold a cell beside one of our rows, in the
+        order the cells give them: shown as columns of their own, never in place of ours."""
+        return list(dict.fromkeys(g for _, g, _ in self._ours if g is not None and g not in groups))
+
+    def foreign_columns(self, group: str) -> list[str]:
+        """The columns of a foreign group's cells beside our rows, in the order the cells give them."""
+        return list(dict.fromkeys(c for _, g, c in self._ours if g == group))
 
 
 def read_source_numbers(path: str | os.PathLike = DEFAULT_SOURCE_NUMBERS) -> dict[str, SourceTable]:
@@ -141,5 +163,5 @@ def read_source_numbers(path: str | os.PathLike = DEFAULT_SOURCE_NUMBERS) -> dic
                       for cell in entry["cells"])
         source = document["sources"][entry["source"]]
         out[str(table_id)] = SourceTable(str(table_id), source["work"], entry["table"], entry.get("at"),
-                                         entry.get("note") or "", cells)
+                                         entry.get("note") or "", cells, entry.get("ours", entry.get("at")))
     return out
