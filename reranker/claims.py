@@ -428,8 +428,10 @@ class Judge:
         for group in groups:
             rows = _match(_rows(document, group), claim["rows"])
             for row in rows:
-                than_row = claim["than"].replace("{row}", row)
                 than_group = claim.get("than_group", group)
+                than_row = self._than(claim["than"].replace("{row}", row), than_doc, than_group)
+                if than_row is None:
+                    continue
                 if than_row == row and than_group == group:
                     continue
                 ours = _side(document, group, row, claim["measure"])
@@ -440,6 +442,17 @@ class Judge:
         if not lines:
             return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
         return Verdict(lines)
+
+    @staticmethod
+    def _than(pattern: str, document: Mapping, group: str) -> str | None:
+        """The one row `pattern` names in the group (a glob, where a profile's labels differ: "Bi-encoder * 1S"); None
+        where it names none; several is an error (a claim compares with one row)."""
+        if not any(c in pattern for c in "*?["):
+            return pattern
+        found = _match(_rows(document, group), pattern)
+        if len(found) > 1:
+            raise ClaimError(f"than {pattern!r} matches {len(found)} rows in {group} ({', '.join(found)}); it must name one")
+        return found[0] if found else None
 
     def _compare_line(self, claim: Mapping, entry: Mapping, ours: Side, than: Side, named: bool, spread: Mapping | None,
                       not_at: str | None) -> Line:
@@ -569,8 +582,8 @@ class Judge:
         for label, sides in self._figure_sides(claim, figure).items():
             start = next((s for x, s in sides if x == after), None)
             later = sorted((x, s) for x, s in sides if x > after)
-            if start is None or not later:
-                raise ClaimError(f"{claim['figure']}: {label} has no x = {claim['after']} or nothing after it")
+            if start is None or not later:  # a smaller profile's sweep: not this claim's range
+                continue
             values = ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in [(after, start)] + later)
             line = Line(f"{label}, {claim['measure']} from x = {start.row}: {values}")
             tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {start.row}, flat", s, start, "near",
@@ -581,14 +594,16 @@ class Judge:
                 line.tests, line.decide = tests, _all
                 line.notes.insert(0, "each later x against x = " + start.row)
             lines.append(line)
+        if not lines:
+            return Verdict(word="not run", text=f"{claim['figure']} has no x = {claim['after']} with x after it in this run")
         return Verdict(lines)
 
     def best_at(self, claim: Mapping, figure: Mapping) -> Verdict:
         lines = []
         for label, sides in self._figure_sides(claim, figure).items():
             best = next((s for x, s in sides if x == float(claim["at"])), None)
-            if best is None:
-                raise ClaimError(f"{claim['figure']}: {label} has no x = {claim['at']}")
+            if best is None:  # a smaller profile's sweep
+                continue
             others = sorted((x, s) for x, s in sides if s is not best)
             line = Line(f"{label}, {claim['measure']}: best claimed at x = {best.row} ({_fmt(best.value)}); "
                         + ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in others))
@@ -600,6 +615,8 @@ class Judge:
                 line.tests, line.decide = tests, _all
                 line.notes.insert(0, f"each other x against x = {best.row}")
             lines.append(line)
+        if not lines:
+            return Verdict(word="not run", text=f"{claim['figure']} has no x = {claim['at']} in this run")
         return Verdict(lines)
 
     def equal(self, claim: Mapping, document: Mapping) -> Verdict:
