@@ -60,6 +60,42 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
     return Evaluation(names, aggregate, per_query, queries)
 
 
+def agreement(run: Run, reference: Run) -> dict:
+    """How alike two runs rank: per query, Kendall's tau-b (scipy) between the two runs' scores over the documents both
+    rank, then its mean over the queries both have (with two or more such documents); `identical` is the share of
+    those queries ranked in exactly the same order (tau 1). Ties within a run count as tau-b counts them."""
+    from scipy import stats
+
+    taus = {}
+    for qid in qid_order(reference):
+        if qid not in run:
+            continue
+        docs = [d for d in reference[qid] if d in run[qid]]
+        if len(docs) < 2:
+            continue
+        tau = stats.kendalltau([run[qid][d] for d in docs], [reference[qid][d] for d in docs]).statistic
+        taus[qid] = 1.0 if math.isnan(tau) else float(tau)  # nan: both constant, so the same (tied) order
+    if not taus:
+        raise InputError("the two runs share no query with two or more documents: nothing to compare")
+    return {"kendall_tau": sum(taus.values()) / len(taus), "identical": sum(t == 1.0 for t in taus.values()) / len(taus),
+            "queries": len(taus), "per_query": {q: round(t, 6) for q, t in taus.items()}}
+
+
+def main_agreement(argv: list[str]) -> int:
+    """How alike a run ranks to a reference run (Kendall's tau-b per query, its mean): JSON."""
+    from reranker.formats.atomic import write_json
+
+    parser = argparse.ArgumentParser(prog="python -m reranker evaluate agreement", description=main_agreement.__doc__)
+    parser.add_argument("--run", required=True, help="a TREC run")
+    parser.add_argument("--reference", required=True, help="the TREC run it is compared with (e.g. the baseline reranker's)")
+    parser.add_argument("--out", required=True, help="the JSON to write: kendall_tau, identical, queries, per_query")
+    args = parser.parse_args(argv)
+    result = {"run": args.run, "reference": args.reference} | agreement(read_run(args.run), read_run(args.reference))
+    write_json(args.out, result, indent=1)
+    print(f"Kendall tau {result['kendall_tau']:.4f} over {result['queries']} queries; identical order: {result['identical']:.1%}")
+    return 0
+
+
 def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
                    measures: Sequence[str]) -> Evaluation:
     result = evaluate(read_run(run_path), read_qrels(qrels_path), measures)
@@ -69,6 +105,8 @@ def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
 
 @exits_on_input_error("evaluate")
 def main(argv: list[str] | None = None) -> int:
+    if argv is not None and argv[:1] == ["agreement"]:
+        return main_agreement(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate", description=__doc__.splitlines()[0])
     add_files(parser, "run", "qrels")
     add_config(parser, "measures, and the collection's own")

@@ -134,11 +134,42 @@ def test_carry_head_starts_every_variant_from_the_bases_head_and_no_pretraining(
     layer.write_text("radboud: {carry_head: true}\n")
     config = load_config([layer])
     section = config["radboud"]
-    for variant in section["variants"]:
-        assert config["checkpoints"][radboud_checkpoint(variant, 1, "2")]["training"]["head_from"] == section["base"]
+    for variant in section["variants"]:  # but the one row that measures what carrying does (issue 58)
+        expected = None if variant == "multi-label-fresh" else section["base"]
+        assert config["checkpoints"][radboud_checkpoint(variant, 1, "2")]["training"]["head_from"] == expected, variant
     assert not any(config["checkpoints"]["radboud-pretrain-" + name]["training"].get("head_from")
                    for name in section["pretraining"])
     assert "starts from the base's trained two-way head" in Experiment(config).plugins["radboud"].caption("radboud_3_4")
     fresh = tmp_path / "fresh.yaml"  # the default carries it (workflow/config/config.yaml); without, no caption says so
     fresh.write_text("radboud: {carry_head: false}\n")
     assert "two-way head" not in Experiment(load_config([fresh])).plugins["radboud"].caption("radboud_3_4")
+
+
+def test_agreement_is_kendalls_tau_per_query_and_its_mean(tmp_path, capsys):
+    from reranker import evaluate
+
+    reference = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 3.0, "b": 2.0, "c": 1.0}, "q3": {"a": 1.0}}
+    same_order = {"q1": {"a": 30.0, "b": 20.0, "c": -5.0}, "q2": {"a": 1.0, "b": 2.0, "c": 3.0}, "q3": {"a": 2.0}}
+    result = evaluate.agreement(same_order, reference)
+    assert result["per_query"] == {"q1": 1.0, "q2": -1.0} and result["queries"] == 2  # q3: one document
+    assert result["kendall_tau"] == 0.0 and result["identical"] == 0.5
+    with pytest.raises(FormatError.__mro__[1], match="share no query"):
+        evaluate.agreement({"q9": {"a": 1.0, "b": 2.0}}, reference)
+    run, ref = tmp_path / "a.run", tmp_path / "b.run"
+    for path, data in ((run, same_order), (ref, reference)):
+        path.write_text("".join(f"{q} Q0 {d} {i} {s} t\n" for q, docs in data.items()
+                                for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), 1)))
+    out = tmp_path / "agreement.json"
+    assert evaluate.main(["agreement", "--run", str(run), "--reference", str(ref), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["kendall_tau"] == 0.0 and "identical order: 50.0%" in capsys.readouterr().out
+
+
+def test_every_ranking_table_shows_each_rows_agreement_with_the_baseline():
+    experiment = Experiment(load_config())
+    radboud = experiment.plugins["radboud"]
+    spec = radboud.spec("radboud_3_1")
+    assert [v["row"] for v in spec["value"]] == [label for label, _, _ in radboud.rows("radboud_3_1")]
+    assert {v["column"] for v in spec["value"]} == {"τ with the baseline"}
+    assert "Multi-label, fresh head, by argmax" in [v["row"] for v in spec["value"]]
+    assert spec["value"][0]["path"].endswith("radboud.baseline.g1.relevant.agreement.json")
+    assert radboud.baseline_run(1) == "radboud.baseline.g1.relevant"

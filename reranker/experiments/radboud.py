@@ -17,8 +17,11 @@ from reranker.registry import FIRST_STAGES
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
 # reads the same wherever the table is rebuilt.
 # How every row's head starts under radboud: carry_head, in a caption's words (without it, as results/radboud.md says).
+AGREEMENT = "τ with the baseline"  # the column of each ranking table: Kendall's tau with the baseline reranker's run
 CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way head (copied, or for another head an "
-                      "affine map of its log-odds fitted on training pairs); ")
+                      "affine map of its log-odds fitted on training pairs), but a row named 'fresh head'; "
+                      f"'{AGREEMENT}': Kendall's tau between the row's and the baseline reranker's rankings of each "
+                      "query's candidates, its mean over the queries; ")
 # The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.
 CHECKPOINT_PREFIX = "radboud-"
 
@@ -146,7 +149,20 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
             evals.append({"group": group, "row": first_label, "path": first})
             evals += [{"group": group, "row": label, "path": self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))}
                       for label, v, r in self.rows(table)]
-        return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)]}
+        # how alike each reranker ranks to the baseline reranker (Kendall's tau over the candidates, mean over the
+        # queries): with the head carried, every row starts out ranking as the baseline does (issue 58)
+        values = [{"row": label, "column": AGREEMENT, "path": self.agreement(v, point, r), "key": "kendall_tau"}
+                  for point in self.points[:1] for label, v, r in self.rows(table)]
+        return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)],
+                "value": values, "value_format": [{"column": AGREEMENT, "format": ".3f"}]}
+
+    def baseline_run(self, point: int) -> str:
+        """The baseline reranker's run (the first variant's first ranking) at a grid point."""
+        first = next(iter(self.section["variants"]))
+        return self.run(first, point, self.section["variants"][first]["rankings"][0])
+
+    def agreement(self, variant: str, point: int, ranking: str) -> str:
+        return self.layout.path("radboud_agreement", collection=self.slug, variant=variant, point=point, ranking=ranking)
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """Every ranking table's cells, and every pre-training table's checkpoints."""

@@ -105,6 +105,23 @@ rule rerank_radboud:
         "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores} --out {output} 2> {log}"
 
 
+rule radboud_agreement:
+    """How alike a reranker ranks to the baseline reranker: Kendall's tau per query over the candidates, its mean."""
+    input:
+        run=P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
+        reference=lambda w: PATH("trec_run", collection=w.collection, run=RADBOUD.baseline_run(int(w.point))),
+    output:
+        P("radboud_agreement"),
+    log:
+        P("log", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement"),
+    benchmark:
+        P("benchmark", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement")
+    conda:
+        ENV
+    shell:
+        "python -m reranker evaluate agreement --run {input.run} --reference {input.reference} --out {output} > {log}"
+
+
 for rb_table in RADBOUD.ranking_tables():
 
     rule:
@@ -113,6 +130,7 @@ for rb_table in RADBOUD.ranking_tables():
         input:
             evals=spec_files(rb_table, "eval"),
             checkpoints=spec_files(rb_table, "checkpoints"),
+            values=spec_files(rb_table, "value"),
             sources=SOURCE_NUMBERS,
             spec=PATH("table_spec", table=rb_table),
         output:
