@@ -21,7 +21,7 @@ rounds to it at its printed precision (within half a unit of its last printed di
 - a job count, "N jobs" or "N Radboud|NTNU|Birch jobs": a stored value under a key that starts with
   "jobs" (`jobs`, `jobs_by_rule`);
 - a duration in seconds, "N s", "N,NNN s" or "N.N s": a stored value under a key that names seconds
-  (`seconds`, `wall_clock_seconds`, `time (s)`, ...; not a rate such as `steps_per_second`);
+  (`seconds`, `wall_clock_seconds`, `time (s)`, `gpu_wall_s`, ...; not a rate such as `steps_per_second`);
 - a duration in minutes with a decimal, "N.N min": a stored number of seconds divided by 60, or a
   value under a key that names minutes;
 - a rate, "N pairs/s" or "N steps/s": a value under a key that names that rate (`pairs/s`,
@@ -69,7 +69,7 @@ UNITS = {  # kind -> pattern whose group 1 is the number
 APPROXIMATE = re.compile(r"(?:about|around|nearly|almost|≈|~)\s*$")
 KEYS = {  # kind -> a key on the value's path that makes it that kind (and one that rules it out)
     "jobs": (re.compile(r"^jobs"), None),
-    "s": (re.compile(r"seconds|\(s\)$"), re.compile(r"per_second|seconds_per")),
+    "s": (re.compile(r"seconds|\(s\)$|(?:^|_)s(?:_|$)"), re.compile(r"per_second|seconds_per|per_s(?:_|$)")),
     "min": (re.compile(r"minutes"), None),
     "pairs/s": (re.compile(r"pairs/s|pairs_per_second"), None),
     "steps/s": (re.compile(r"steps/s|steps_per_second"), None),
