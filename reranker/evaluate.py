@@ -21,7 +21,7 @@ from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.evaluations import Evaluation, write_evaluation
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
-from reranker.formats.runs import Run, read_run
+from reranker.formats.runs import Run, read_run, sorted_docs
 
 
 def parse_measures(names: Sequence[str]) -> list:
@@ -60,17 +60,20 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
     return Evaluation(names, aggregate, per_query, queries)
 
 
-def agreement(run: Run, reference: Run) -> dict:
+def agreement(run: Run, reference: Run, depth: int | None = None) -> dict:
     """How alike two runs rank: per query, Kendall's tau-b (scipy) between the two runs' scores over the documents both
-    rank, then its mean over the queries both have (with two or more such documents); `identical` is the share of
-    those queries ranked in exactly the same order (tau 1). Ties within a run count as tau-b counts them."""
+    rank among the reference's top `depth` (the candidates a reranker reorders: below them both runs keep the first
+    stage's order, which would pull tau towards 1 whatever the reranker did), then its mean over the queries both have
+    (with two or more such documents); `identical` is the share of those queries ranked in exactly the same order
+    (tau 1). Ties within a run count as tau-b counts them."""
     from scipy import stats
 
     taus = {}
     for qid in qid_order(reference):
         if qid not in run:
             continue
-        docs = [d for d in reference[qid] if d in run[qid]]
+        top = [d for d, _ in sorted_docs(reference[qid])][:depth]
+        docs = [d for d in top if d in run[qid]]
         if len(docs) < 2:
             continue
         tau = stats.kendalltau([run[qid][d] for d in docs], [reference[qid][d] for d in docs]).statistic
@@ -78,7 +81,7 @@ def agreement(run: Run, reference: Run) -> dict:
     if not taus:
         raise InputError("the two runs share no query with two or more documents: nothing to compare")
     return {"kendall_tau": sum(taus.values()) / len(taus), "identical": sum(t == 1.0 for t in taus.values()) / len(taus),
-            "queries": len(taus), "per_query": {q: round(t, 6) for q, t in taus.items()}}
+            "queries": len(taus), "depth": depth, "per_query": {q: round(t, 6) for q, t in taus.items()}}
 
 
 def main_agreement(argv: list[str]) -> int:
@@ -88,9 +91,13 @@ def main_agreement(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate agreement", description=main_agreement.__doc__)
     parser.add_argument("--run", required=True, help="a TREC run")
     parser.add_argument("--reference", required=True, help="the TREC run it is compared with (e.g. the baseline reranker's)")
-    parser.add_argument("--out", required=True, help="the JSON to write: kendall_tau, identical, queries, per_query")
+    parser.add_argument("--depth", type=int, help="compare over the reference's top DEPTH documents per query: the candidates "
+                        "a reranker reorders (default: every document both runs rank)")
+    parser.add_argument("--out", required=True, help="the JSON to write: kendall_tau, identical, queries, depth, per_query")
     args = parser.parse_args(argv)
-    result = {"run": args.run, "reference": args.reference} | agreement(read_run(args.run), read_run(args.reference))
+    if args.depth is not None and args.depth < 2:
+        raise InputError(f"--depth {args.depth}: Kendall's tau needs two or more documents per query")
+    result = {"run": args.run, "reference": args.reference} | agreement(read_run(args.run), read_run(args.reference), args.depth)
     write_json(args.out, result, indent=1)
     print(f"Kendall tau {result['kendall_tau']:.4f} over {result['queries']} queries; identical order: {result['identical']:.1%}")
     return 0

@@ -153,6 +153,10 @@ def test_agreement_is_kendalls_tau_per_query_and_its_mean(tmp_path, capsys):
     result = evaluate.agreement(same_order, reference)
     assert result["per_query"] == {"q1": 1.0, "q2": -1.0} and result["queries"] == 2  # q3: one document
     assert result["kendall_tau"] == 0.0 and result["identical"] == 0.5
+    deep = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5, "e": 0.4}}  # below the 2 candidates both keep one order
+    swapped = {"q1": {"a": 2.0, "b": 3.0, "c": 1.0, "d": 0.5, "e": 0.4}}
+    assert evaluate.agreement(swapped, deep, depth=2)["kendall_tau"] == -1.0
+    assert evaluate.agreement(swapped, deep)["kendall_tau"] == pytest.approx(0.8)  # the tail pulls it towards 1
     with pytest.raises(FormatError.__mro__[1], match="share no query"):
         evaluate.agreement({"q9": {"a": 1.0, "b": 2.0}}, reference)
     run, ref = tmp_path / "a.run", tmp_path / "b.run"

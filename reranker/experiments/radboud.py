@@ -21,7 +21,7 @@ AGREEMENT = "τ with the baseline"  # the column of each ranking table: Kendall'
 CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way head (copied, or for another head an "
                       "affine map of its log-odds fitted on training pairs), but a row named 'fresh head'; "
                       f"'{AGREEMENT}': Kendall's tau between the row's and the baseline reranker's rankings of each "
-                      "query's candidates, its mean over the queries; ")
+                      "query's reranked candidates, its mean over the queries; ")
 # The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.
 CHECKPOINT_PREFIX = "radboud-"
 

@@ -118,8 +118,11 @@ rule radboud_agreement:
         P("benchmark", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement")
     conda:
         ENV
+    params:
+        depth=RB["candidates"],
     shell:
-        "python -m reranker evaluate agreement --run {input.run} --reference {input.reference} --out {output} > {log}"
+        "python -m reranker evaluate agreement --run {input.run} --reference {input.reference} --depth {params.depth}"
+        " --out {output} > {log}"
 
 
 for rb_table in RADBOUD.ranking_tables():
