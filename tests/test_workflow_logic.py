@@ -27,7 +27,7 @@ ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit"
                  "--params-out", "--threads"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
-           ("speed", "--stage"), ("tables", "resources"), ("tables", "index")}
+           ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement")}
 
 
 def profile_files(profile: str) -> list[Path]:
