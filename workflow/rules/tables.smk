@@ -110,9 +110,12 @@ rule compare:
 
 rule resources_table:
     """What every stage cost: Snakemake's benchmark of every job and the stages' metas. Built last, after the
-    comparison; `make run` rebuilds it with the run's measured wall clock once the run has ended."""
+    comparison and the seed index (which reads only tables: built beside this, its benchmark could be missed, as it
+    was once its bootstrap took seconds); `make run` rebuilds it with the run's measured wall clock once the run has
+    ended."""
     input:
         PATH("comparison"),
+        PATH("seed_index"),
     output:
         md=PATH("table", table="resources"),
         csv=PATH("table_stem", table="resources") + ".csv",
