@@ -1,11 +1,8 @@
-"""Whether each source work's effect held: claims as data, judged on a run's stored numbers.
-
-A seed file (workflow/config/seed_tables.yaml) lists, per work, each of its tables: our table, the files
-that hold it, the effect the source reports, the claims, and (`untested`) the source's statements about
-the table that no claim can test here, each with why. `index` judges every claim on the run folder's
-`numbers/*.json` (values and per-query values) and figures' JSON and writes the run's README
-(`main_index`, reached as `python -m reranker tables index`). How a verdict is decided (tests, intervals,
-the one correction across the index) is `reranker.verdicts`; its rule is printed at the top of the index.
+"""Whether each source work's effect held: the claims of the seed file (reranker.seeds), judged on a run's
+stored numbers. `Judge` reads the run folder's `numbers/*.json` (values and per-query values) and figures'
+JSON, judges each claim into lines, and corrects every test of the index together (`judge_all`); how a
+verdict is decided (tests, intervals, the one correction) is `reranker.verdicts`; the README made of the
+verdicts is `reranker.seed_index` (`python -m reranker tables index`).
 
 Claim kinds, each able to come out against the source:
 - `compare`: our row(s) `rows` (a glob or a list: one line per row and group) against the row `than`
@@ -40,7 +37,6 @@ measure is never called reproduced or contradicted.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import json
 import math
@@ -50,175 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from reranker import verdicts as v
-from reranker.formats.atomic import write_text
-from reranker.formats.errors import InputError, keys_checked
-from reranker.formats.source_numbers import cell_setting
-from reranker.reproduction import Reproduction, SourceNumbersError, check_ref, load_source_numbers
+from reranker.reproduction import Reproduction
+from reranker.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.tolerance import within
-
-DEFAULT_SEEDS = Path(__file__).resolve().parent.parent / "workflow" / "config" / "seed_tables.yaml"
-SOURCE_NUMBERS = "source_numbers.yaml"  # beside the seed file
-KINDS = ("compare", "monotone", "equal", "flat_after", "best_at", "value")
-EXPECT = {"compare": v.EXPECT, "monotone": ("increasing", "decreasing"), "equal": ("equal", "differ")}
-WORK_KEYS = {"title", "details", "tables", "note", "spread", "untested"}
-TABLE_KEYS = {"source", "table", "files", "effect", "claims", "context", "untested"}
-COMMON = {"kind", "cite", "says", "measure", "rests_on", "margin", "stated_at", "note"}
-CLAIM_KEYS = {
-    "compare": COMMON | {"rows", "than", "than_table", "than_group", "groups", "expect", "source"},
-    "monotone": COMMON | {"rows", "by", "figure", "label", "groups", "expect"},
-    "equal": COMMON | {"rows", "groups", "expect"},
-    "flat_after": COMMON | {"figure", "label", "after"},
-    "best_at": COMMON | {"figure", "label", "at"},
-    "value": COMMON | {"group", "row", "equals", "tolerance"},
-}
-NEEDS = {"compare": {"rows", "than", "expect", "measure"}, "monotone": {"expect", "measure"},
-         "equal": {"rows", "expect", "measure", "margin"}, "flat_after": {"figure", "label", "after", "measure", "margin"},
-         "best_at": {"figure", "label", "at", "measure"}, "value": {"group", "row", "measure", "equals"}}
-UNTESTED_KEYS = {"says", "cite", "why"}
-
-
-class ClaimError(InputError):
-    """A seed file or a run folder that cannot be judged: the message names the file and the entry."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The seed file
-
-
-def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> dict:
-    """The seed file, checked: every work, table and claim has the keys its kind needs and no other, every
-    source cell a claim names exists once, and maps to a row the claim compares. Where the source numbers exist
-    they are loaded and returned under `source_numbers`."""
-    path = Path(path)
-    numbers_path = Path(source_numbers) if source_numbers is not None else path.parent / SOURCE_NUMBERS
-    numbers = load_source_numbers(numbers_path) if source_numbers is not None or numbers_path.exists() else None
-    try:
-        seeds = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise ClaimError(f"{path}: {err}") from None
-    if not isinstance(seeds, dict) or not isinstance(seeds.get("works"), list):
-        raise ClaimError(f"{path}: expected a mapping with a list `works`")
-    _keys(seeds, {"heading", "intro", "works", "outro"}, {"works"}, str(path))
-    for i, work in enumerate(seeds["works"]):
-        where = f"{path}: works[{i}]"
-        _keys(work, WORK_KEYS, {"title", "tables"}, where)
-        if "spread" in work:
-            _keys(work["spread"], {"table", "rows"}, {"table", "rows"}, f"{where}.spread")
-        _check_untested(work.get("untested"), f"{where}.untested")
-        for j, entry in enumerate(work["tables"]):
-            here = f"{where}.tables[{j}]"
-            _keys(entry, TABLE_KEYS, {"source", "effect"}, here)
-            _check_untested(entry.get("untested"), f"{here}.untested")
-            for k, claim in enumerate(entry.get("claims") or []):
-                _check_claim(claim, f"{here}.claims[{k}]", has_table="table" in entry)
-                if "source" in claim:
-                    _check_source(claim, entry, numbers, numbers_path, f"{here}.claims[{k}].source")
-    if numbers is not None:
-        seeds["source_numbers"] = numbers
-    return seeds
-
-
-def _keys(entry: Any, allowed: set[str], required: set[str], where: str) -> None:
-    keys_checked(entry, allowed, required, where, ClaimError)
-
-
-def _check_untested(items: Any, where: str) -> None:
-    if items is None:
-        return
-    if not isinstance(items, list):
-        raise ClaimError(f"{where}: expected a list of {{says, cite, why}}")
-    for i, item in enumerate(items):
-        _keys(item, UNTESTED_KEYS, UNTESTED_KEYS, f"{where}[{i}]")
-        for key in UNTESTED_KEYS:
-            if not isinstance(item[key], str) or not item[key].strip():
-                raise ClaimError(f"{where}[{i}]: {key} must be a non-empty string")
-
-
-def _check_claim(claim: Any, where: str, has_table: bool) -> None:
-    kind = claim.get("kind") if isinstance(claim, dict) else None
-    if kind not in KINDS:
-        raise ClaimError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    _keys(claim, CLAIM_KEYS[kind], NEEDS[kind] | {"kind", "cite"}, where)
-    for key in ("cite", "says", "rests_on", "stated_at"):
-        if key in claim and (not isinstance(claim[key], str) or not claim[key].strip()):
-            raise ClaimError(f"{where}: {key} must be a non-empty string")
-    if kind in EXPECT and claim["expect"] not in EXPECT[kind]:
-        raise ClaimError(f"{where}: expect {claim['expect']!r} is not one of {', '.join(EXPECT[kind])}")
-    needs_margin = (kind == "compare" and claim["expect"] in ("near", "no_better")) or "rests_on" in claim
-    if needs_margin and not isinstance(claim.get("margin"), (int, float)):
-        what = f"claim resting on {claim['rests_on']!r}" if "rests_on" in claim else f"{claim['expect']} claim"
-        raise ClaimError(f"{where}: a {what} needs a numeric margin")
-    if "margin" in claim and (not isinstance(claim["margin"], (int, float)) or claim["margin"] < 0
-                              or (claim["margin"] == 0 and "rests_on" not in claim)):
-        raise ClaimError(f"{where}: margin must be a positive number (zero only for a claim that rests on exact values)")
-    if kind == "monotone" and not ({"rows", "by"} <= set(claim) and "figure" not in claim
-                                   or {"figure", "label"} <= set(claim) and "rows" not in claim):
-        raise ClaimError(f"{where}: a monotone claim orders table rows by a column (`rows`, `by`) or a figure's label by its x "
-                         "(`figure`, `label`)")
-    if kind in ("compare", "monotone", "equal", "value") and "figure" not in claim and not has_table:
-        raise ClaimError(f"{where}: a {kind} claim needs the entry's `table`")
-
-
-def _source_tables(claim: Mapping, entry: Mapping) -> list[str]:
-    """Where a claim's source cells are looked up: its table's, then (for `than`) its `than_table`'s."""
-    return [entry["table"]] + ([claim["than_table"]] if claim.get("than_table") else [])
-
-
-def _patterns(value: str | Sequence[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _check_source(claim: Mapping, entry: Mapping, numbers: Mapping | None, numbers_path: Path, where: str) -> None:
-    """The claim's source cells exist, and each maps (its `row`) to a row the claim compares: `rows`' to one of
-    its rows, `than`'s to its `than` (like with like: an ER between rows the claim does not map is an error)."""
-    if numbers is None:
-        raise ClaimError(f"{where}: names source cells, but {numbers_path} does not exist")
-    ref, replicability, tables = _ref(claim, entry)
-    if not isinstance(replicability, bool):
-        raise ClaimError(f"{where}: replicability must be true or false")
-    try:
-        check_ref(ref, numbers, tables)
-    except SourceNumbersError as err:
-        raise ClaimError(f"{where}: {str(err).removeprefix('source: ').removeprefix('source.')} (in {numbers_path})") from None
-    for side, ours in (("rows", _patterns(claim["rows"])), ("than", [claim["than"]])):
-        for source_row in _patterns(ref[side]):
-            cells = _ref_cells(ref, numbers, tables if side == "than" else tables[:1], source_row)
-            mapped = {c.get("row") for c in cells} - {None}  # no row of ours: the source's direction only, no ER
-            if mapped and not any(any(_row_matches(row, p) for p in ours) for row in mapped):
-                raise ClaimError(f"{where}: source row {source_row!r} maps to our row {', '.join(map(repr, sorted(mapped)))}, "
-                                 f"which is not the claim's {side} ({', '.join(map(repr, ours))}): an ER must pair the rows "
-                                 "the claim compares")
-
-
-def _ref(claim: Mapping, entry: Mapping) -> tuple[dict, Any, list[str]]:
-    """A claim's `source` for reranker.reproduction (without this module's keys), whether it is a replicability
-    reading, and the source tables its cells are looked up in (`source.table`, else the claim's tables)."""
-    ref = dict(claim["source"])
-    replicability = ref.pop("replicability", False)
-    table = ref.pop("table", None)
-    return ref, replicability, [table] if table else _source_tables(claim, entry)
-
-
-def _row_matches(row: str, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(row, pattern.replace("{row}", "*"))
-
-
-def _ref_cells(ref: Mapping, numbers: Mapping, tables: Sequence[str], source_row: str) -> list[Mapping]:
-    out = []
-    for table in tables:
-        entry = numbers["tables"].get(table)
-        if entry is None:
-            continue
-        at = ref.get("at", entry.get("at"))
-        out += [c for c in entry["cells"] if c["source_row"] == source_row and c["column"] == ref["column"]
-                and (at is None or cell_setting(entry, c) == at) and ("group" not in ref or c.get("group") == ref["group"])]
-        if out:
-            break
-    return out
-
 
 # ---------------------------------------------------------------------------------------------------------
 # A run's numbers
@@ -239,8 +70,8 @@ def _fmt(value: float) -> str:
         f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4f}")
 
 
-def _match(names: Sequence[str], patterns: Sequence[str] | str) -> list[str]:
-    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in _patterns(patterns))]
+def _match(names: Sequence[str], globs: Sequence[str] | str) -> list[str]:
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns(globs))]
 
 
 def _number(value: Any) -> float | None:
@@ -485,10 +316,10 @@ class Judge:
         """ER and ΔRI between the source cells mapped to this line's two rows, with the source's own direction."""
         if self.source_numbers is None:
             raise ClaimError(f"the claim names source cells ({claim['source']}), but no source numbers were loaded")
-        ref, replicability, tables = _ref(claim, entry)
+        ref, replicability, tables = ref_of(claim, entry)
 
         def cells(side: str, where: Sequence[str]) -> list[Mapping]:
-            return [c for source_row in _patterns(ref[side]) for c in _ref_cells(ref, self.source_numbers, where, source_row)]
+            return [c for source_row in patterns(ref[side]) for c in ref_cells(ref, self.source_numbers, where, source_row)]
 
         adv_cells, base_cells = cells("rows", tables[:1]), cells("than", tables)
         adv = next((c for c in adv_cells if c.get("row") == ours.row), None)
@@ -702,20 +533,6 @@ def check(claim: Mapping, entry: Mapping, run_dir: Path, source_numbers: Mapping
     return verdict
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The index
-
-
-def files_of(entry: Mapping, run_dir: Path) -> str:
-    """Our files for a seed table: the table's formats that exist in the run, then the listed extras."""
-    names = []
-    if entry.get("table"):
-        formats = sorted(p.suffix.lstrip(".") for p in (run_dir / "tables").glob(f"{entry['table']}.*"))
-        names.append(f"`tables/{entry['table']}.{{{','.join(formats)}}}`" if formats else f"`tables/{entry['table']}` (not in this run)")
-    names += [f"`{name}`" for name in entry.get("files") or []]
-    return ", ".join(names)
-
-
 def judge_all(seeds: Mapping, run_dir: Path) -> tuple[list[list[list[Verdict]]], Judge]:
     """Every claim's verdict, per work and table, with one correction over all their tests."""
     judge = Judge(run_dir, seeds.get("source_numbers"))
@@ -725,72 +542,3 @@ def judge_all(seeds: Mapping, run_dir: Path) -> tuple[list[list[list[Verdict]]],
         out.append([[judge.check(claim, entry, spread) for claim in entry.get("claims") or []] for entry in work["tables"]])
     judge.finish()
     return out, judge
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
-    """The run's README: an index from every seed table to our files, its command and every claim's verdict."""
-    if not (run_dir / "numbers").is_dir():  # else every verdict would read "not run", written without a word
-        raise ClaimError(f"{run_dir}: no numbers/ folder; name a run folder the workflow has written tables into")
-    judged, judge = judge_all(seeds, run_dir)
-    counts: dict[str, int] = {}
-    for work in judged:
-        for entry in work:
-            for verdict in entry:
-                for word in verdict.words:
-                    counts[word] = counts.get(word, 0) + 1
-    lines = [seeds.get("heading", "# What is stored here, table by table"), ""]
-    if seeds.get("intro"):
-        lines += [seeds["intro"].strip(), ""]
-    lines += [v.RULE, ""]
-    lines += [f"This index: {len(judge.family)} tests corrected together; verdicts: "
-              + ", ".join(f"{word} {counts[word]}" for word in sorted(counts, key=lambda w: (v.WORDS + (w,)).index(w))) + ".", ""]
-    if command:
-        lines += [f"Made by `{command}` from this folder's `numbers/*.json`; the verdicts are checked by "
-                  "`python -m reranker tables index` against the claims in `workflow/config/seed_tables.yaml`.", ""]
-    for work, verdicts_of_work in zip(seeds["works"], judged):
-        lines += [f"## {work['title']}", ""]
-        if work.get("details"):
-            lines += [work["details"].strip(), ""]
-        lines += ["| source table | ours | effect in the source | verdicts |", "|---|---|---|---|"]
-        untested = list(work.get("untested") or [])
-        for entry, entry_verdicts in zip(work["tables"], verdicts_of_work):
-            held = "<br>".join(verdict.render() for verdict in entry_verdicts) or "no claim"
-            if entry.get("context"):
-                held += f"<br>({entry['context'].strip()})"
-            cells = [entry["source"], files_of(entry, run_dir), entry["effect"], held]
-            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-            untested += [{**item, "table": entry["source"]} for item in entry.get("untested") or []]
-        lines.append("")
-        if untested:
-            lines += ["Statements of the source about these tables that no claim tests here:", "",
-                      "| statement | where | why not tested |", "|---|---|---|"]
-            lines += ["| " + " | ".join(_cell(c) for c in (item["says"].strip(), item["cite"].strip(), item["why"].strip())) + " |"
-                      for item in untested]
-            lines.append("")
-        if work.get("note"):
-            lines += [work["note"].strip(), ""]
-    if seeds.get("outro"):
-        lines += [seeds["outro"].strip(), ""]
-    return "\n".join(lines)
-
-
-def main_index(argv: list[str]) -> int:
-    """The run's README: every seed table of the three works, our file, its command, and every claim's verdict."""
-    parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
-    parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
-    parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
-    parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
-    parser.add_argument("--command", default="", help="the command that made the run, named in the README")
-    parser.add_argument("--sources", help="the sources' numbers (default: source_numbers.yaml beside --seeds)")
-    args = parser.parse_args(argv)
-    # a ClaimError is an input error: `tables` reports it in one line (its main's exits_on_input_error)
-    text = index(load_seeds(args.seeds, args.sources), Path(args.run_dir), args.command)
-    write_text(args.out, text)
-    print(args.out)
-    return 0
-
-

@@ -293,10 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] in (["wallclock"], ["resources"], ["index"]):  # kept here so that rules and hands call one stage
-        from reranker import claims, records  # imported here: only these commands need them
+        from reranker import records, seed_index  # imported here: only these commands need them
 
         return {"wallclock": records.main_wall_clock, "resources": records.main_resources,
-                "index": claims.main_index}[argv[0]](argv[1:])
+                "index": seed_index.main_index}[argv[0]](argv[1:])
     if argv[:1] == ["rerender"]:
         return main_rerender(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker tables",

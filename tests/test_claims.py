@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import yaml
 
-from reranker import claims, notes, significance, tables
+from reranker import claims, notes, seed_index, significance, tables
 from reranker import config as cfg
+from reranker import seeds as seed_file
 from reranker import verdicts as v
 from reranker.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
@@ -340,7 +341,7 @@ def test_the_verdict_module_tests_as_documented():
 
 
 def test_the_stored_seed_file_is_valid():
-    loaded = claims.load_seeds(claims.DEFAULT_SEEDS)
+    loaded = seed_file.load_seeds(seed_file.DEFAULT_SEEDS)
     tables_named = {entry.get("table") for work in loaded["works"] for entry in work["tables"]}
     assert {"birch_main", "radboud_2_1", "ntnu_5_1", "ntnu_5_6"} <= tables_named
 
@@ -421,9 +422,9 @@ SOURCE_CLAIM = {"kind": "compare", "rows": "Birch *", "than": "BM25+RM3", "measu
 
 def test_er_and_dri_pair_only_the_rows_the_claim_maps(run_dir, tmp_path):
     (tmp_path / "source_numbers.yaml").write_text(yaml.safe_dump(SOURCE_NUMBERS))
-    seeds = claims.load_seeds(seeds_file(tmp_path, [SOURCE_CLAIM]))
+    seeds = seed_file.load_seeds(seeds_file(tmp_path, [SOURCE_CLAIM]))
     ours = json.loads((run_dir / "numbers" / "main.json").read_text())["numbers"]
-    text = claims.index(seeds, run_dir)
+    text = seed_index.index(seeds, run_dir)
     for group in ours:  # by hand: ER = our gain / the mapped source gain (1S, not the best 2S), ΔRI = RI_source - RI_ours
         base, adv = ours[group]["BM25+RM3"]["AP@1000"], ours[group]["Birch 1S"]["AP@1000"]
         er, dri = (adv - base) / (0.3408 - 0.2903), (0.3408 - 0.2903) / 0.2903 - (adv - base) / base
@@ -435,21 +436,21 @@ def test_an_er_between_rows_the_claim_does_not_map_is_refused(tmp_path):
     (tmp_path / "source_numbers.yaml").write_text(yaml.safe_dump(SOURCE_NUMBERS))
     for source, side in (({**SOURCE_CLAIM["source"], "than": "BM25"}, "than"),
                          ({**SOURCE_CLAIM["source"], "rows": "BM25"}, "rows")):
-        with pytest.raises(claims.ClaimError, match=f"maps to our row 'BM25', which is not the claim's {side}"):
-            claims.load_seeds(seeds_file(tmp_path, [{**SOURCE_CLAIM, "source": source}]))
+        with pytest.raises(seed_file.ClaimError, match=f"maps to our row 'BM25', which is not the claim's {side}"):
+            seed_file.load_seeds(seeds_file(tmp_path, [{**SOURCE_CLAIM, "source": source}]))
 
 
 def test_every_stored_claims_source_cells_map_to_its_rows():
     """The stored seed file passes the mapping check, and each claim with source cells names at least one mapped cell
     or says why none maps (its context)."""
-    loaded = claims.load_seeds(claims.DEFAULT_SEEDS)
+    loaded = seed_file.load_seeds(seed_file.DEFAULT_SEEDS)
     for work in loaded["works"]:
         for entry in work["tables"]:
             for claim in entry.get("claims") or []:
                 if "source" in claim:
-                    ref, _, tables_ = claims._ref(claim, entry)
-                    rows = {c.get("row") for side in ("rows", "than") for r in claims._patterns(ref[side])
-                            for c in claims._ref_cells(ref, loaded["source_numbers"], tables_, r)}
+                    ref, _, tables_ = seed_file.ref_of(claim, entry)
+                    rows = {c.get("row") for side in ("rows", "than") for r in seed_file.patterns(ref[side])
+                            for c in seed_file.ref_cells(ref, loaded["source_numbers"], tables_, r)}
                     assert rows - {None} or "no ER" in (entry.get("context") or ""), claim
 
 
@@ -471,8 +472,8 @@ def test_a_source_reference_to_a_missing_cell_is_refused_naming_claim_and_cell(r
 
 
 def test_a_source_reference_without_a_source_numbers_file_is_refused(tmp_path):
-    with pytest.raises(claims.ClaimError, match=r"claims\[0\].source: names source cells, but .*source_numbers.yaml does not exist"):
-        claims.load_seeds(seeds_file(tmp_path, [SOURCE_CLAIM]))
+    with pytest.raises(seed_file.ClaimError, match=r"claims\[0\].source: names source cells, but .*source_numbers.yaml does not exist"):
+        seed_file.load_seeds(seeds_file(tmp_path, [SOURCE_CLAIM]))
 
 
 def test_a_claim_on_cells_marked_pending_is_pending_not_a_verdict(run_dir):

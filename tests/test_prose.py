@@ -263,7 +263,8 @@ def test_the_kinds_are_kept_apart(shared):
 
 @pytest.mark.parametrize("run_dir", GENERATED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_run_readmes_are_what_the_index_makes_of_the_stored_numbers(run_dir, tmp_path):
-    from reranker.claims import index, load_seeds
+    from reranker.seed_index import index
+    from reranker.seeds import load_seeds
 
     stored = (run_dir / "README.md").read_text(encoding="utf-8")
     command = re.search(r"Made by `([^`]+)`", stored).group(1)
