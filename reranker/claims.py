@@ -38,31 +38,20 @@ measure is never called reproduced or contradicted.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reranker import verdicts as v
+from reranker.formats import numbers as stored
 from reranker.reproduction import Reproduction
 from reranker.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.tolerance import within
 
 # ---------------------------------------------------------------------------------------------------------
-# A run's numbers
-
-
-def read_numbers(run_dir: Path, name: str) -> dict | None:
-    path = run_dir / ("numbers" if not name.endswith(".json") else "") / (name if name.endswith(".json") else f"{name}.json")
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ClaimError(f"{path}: not JSON ({err})") from None
+# Reading what the claims name
 
 
 def _fmt(value: float) -> str:
@@ -74,49 +63,9 @@ def _match(names: Sequence[str], globs: Sequence[str] | str) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns(globs))]
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, dict):  # a summary row: its mean
-        value = value.get("mean")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(float(value)) else None
-
-
 def _setting(text: str) -> str:
     """A setting's words, normalised: "lr 3e-05, 1 epoch" and "lr 3e-5, 1 epoch" are one setting."""
     return re.sub(r"e-0+(\d)", r"e-\1", re.sub(r"\s+", " ", text.strip().lower()))
-
-
-@dataclass
-class Side:
-    """One row's values in one group of a document: its aggregate and, where stored, its per-query values."""
-
-    row: str
-    group: str
-    value: float
-    per_query: Mapping[str, float] | None
-
-    def label(self, groups_differ: bool) -> str:
-        return self.row + (f" ({self.group})" if groups_differ else "")
-
-
-def _groups(document: Mapping) -> list[str]:
-    """The document's groups in the table's order (its layout), else as stored."""
-    numbers = document.get("numbers") or {}
-    return [g for g in (document.get("layout") or {}).get("groups", []) if g in numbers] or list(numbers)
-
-
-def _rows(document: Mapping, group: str) -> list[str]:
-    """The group's rows in the table's order (its layout), else as stored."""
-    rows = ((document.get("numbers") or {}).get(group) or {})
-    return [r for r in (document.get("layout") or {}).get("rows", []) if r in rows] + [
-        r for r in rows if r not in (document.get("layout") or {}).get("rows", [])]
-
-
-def _side(document: Mapping, group: str, row: str, measure: str) -> Side | None:
-    value = _number(((document.get("numbers") or {}).get(group) or {}).get(row, {}).get(measure))
-    if value is None:
-        return None
-    per_query = (((document.get("per_query") or {}).get(group) or {}).get(row) or {}).get(measure)
-    return Side(row, group, value, per_query)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,13 +138,14 @@ class Judge:
 
     def document(self, name: str) -> dict | None:
         if name not in self._documents:
-            self._documents[name] = read_numbers(self.run_dir, name)
+            self._documents[name] = stored.read_numbers(self.run_dir, name)
         return self._documents[name]
 
     def finish(self) -> None:
         self.family.correct()
 
-    def test(self, name: str, ours: Side, than: Side, expect: str, margin: float | None, judged: bool = True) -> v.Test | None:
+    def test(self, name: str, ours: stored.Side, than: stored.Side, expect: str, margin: float | None,
+             judged: bool = True) -> v.Test | None:
         """The paired test of ours against than; None where either has no per-query values. A test that judges no
         claim (`judged` false: a claim not at the source's setting) stays out of the corrected family."""
         if ours.per_query is None or than.per_query is None:
@@ -252,12 +202,12 @@ class Judge:
     def compare(self, claim: Mapping, entry: Mapping, document: Mapping, other: Mapping | None, spread: Mapping | None) -> Verdict:
         numbers = document.get("numbers") or {}
         than_doc = other if other is not None else document
-        groups = [g for g in (claim.get("groups") or _groups(document)) if g != claim.get("than_group")]
+        groups = [g for g in (claim.get("groups") or stored.groups(document)) if g != claim.get("than_group")]
         stated = claim.get("stated_at")
         not_at = stated if stated is not None and _setting(stated) not in {_setting(g) for g in numbers} else None
         lines = []
         for group in groups:
-            rows = _match(_rows(document, group), claim["rows"])
+            rows = _match(stored.rows(document, group), claim["rows"])
             for row in rows:
                 than_group = claim.get("than_group", group)
                 than_row = self._than(claim["than"].replace("{row}", row), than_doc, than_group)
@@ -265,8 +215,8 @@ class Judge:
                     continue
                 if than_row == row and than_group == group:
                     continue
-                ours = _side(document, group, row, claim["measure"])
-                than = _side(than_doc, than_group, than_row, claim["measure"])
+                ours = stored.side(document, group, row, claim["measure"])
+                than = stored.side(than_doc, than_group, than_row, claim["measure"])
                 if ours is None or than is None:
                     continue
                 lines.append(self._compare_line(claim, entry, ours, than, len(groups) > 1 or than_group != group, spread, not_at))
@@ -280,12 +230,12 @@ class Judge:
         where it names none; several is an error (a claim compares with one row)."""
         if not any(c in pattern for c in "*?["):
             return pattern
-        found = _match(_rows(document, group), pattern)
+        found = _match(stored.rows(document, group), pattern)
         if len(found) > 1:
             raise ClaimError(f"than {pattern!r} matches {len(found)} rows in {group} ({', '.join(found)}); it must name one")
         return found[0] if found else None
 
-    def _compare_line(self, claim: Mapping, entry: Mapping, ours: Side, than: Side, named: bool, spread: Mapping | None,
+    def _compare_line(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side, named: bool, spread: Mapping | None,
                       not_at: str | None) -> Line:
         measure, expect = claim["measure"], claim["expect"]
         text = f"{measure}: {ours.label(named)} {_fmt(ours.value)} vs {than.label(named)} {_fmt(than.value)}"
@@ -312,7 +262,7 @@ class Judge:
             line.notes.insert(0, f"the source states it at {not_at}; ours is {ours.group}")
         return line
 
-    def _reproduction(self, claim: Mapping, entry: Mapping, ours: Side, than: Side) -> str:
+    def _reproduction(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side) -> str:
         """ER and ΔRI between the source cells mapped to this line's two rows, with the source's own direction."""
         if self.source_numbers is None:
             raise ClaimError(f"the claim names source cells ({claim['source']}), but no source numbers were loaded")
@@ -339,7 +289,7 @@ class Judge:
         reading = "; replicability on another collection: means only, no per-query pairing" if replicability else ""
         return f"{pair.text()} ({where}: {direction(adv, base)}{reading})"
 
-    def _ordered(self, sides: list[tuple[float, Side]], claim: Mapping, name: str) -> Line:
+    def _ordered(self, sides: list[tuple[float, stored.Side]], claim: Mapping, name: str) -> Line:
         """A trend over sides ordered by x: reproduced where last vs first is significant in the claim's direction and
         no adjacent step is significantly the other way; contradicted where any of those is significantly the other way."""
         expect = "above" if claim["expect"] == "increasing" else "below"
@@ -374,11 +324,11 @@ class Judge:
     def monotone_table(self, claim: Mapping, document: Mapping) -> Verdict:
         lines = []
         numbers = document.get("numbers") or {}
-        for group in claim.get("groups") or _groups(document):
+        for group in claim.get("groups") or stored.groups(document):
             rows = numbers.get(group, {})
             sides = []
-            for row in _match(_rows(document, group), claim["rows"]):
-                by, side = _number(rows[row].get(claim["by"])), _side(document, group, row, claim["measure"])
+            for row in _match(stored.rows(document, group), claim["rows"]):
+                by, side = stored.number(rows[row].get(claim["by"])), stored.side(document, group, row, claim["measure"])
                 if by is not None and side is not None:
                     sides.append((by, side))
             if len(sides) < 2:
@@ -389,13 +339,13 @@ class Judge:
             lines.append(line)
         return Verdict(lines)
 
-    def _figure_sides(self, claim: Mapping, figure: Mapping) -> dict[str, list[tuple[float, Side]]]:
+    def _figure_sides(self, claim: Mapping, figure: Mapping) -> dict[str, list[tuple[float, stored.Side]]]:
         numbers, per_query = figure.get("numbers") or {}, figure.get("per_query") or {}
         out = {}
         for label in _match(list(numbers), claim["label"]):
             series = (numbers[label] or {}).get(claim["measure"]) or {}
-            stored = (per_query.get(label) or {}).get(claim["measure"]) or {}
-            out[label] = [(float(x), Side(f"{x}", label, float(value), stored.get(x))) for x, value in series.items()]
+            by_x = (per_query.get(label) or {}).get(claim["measure"]) or {}
+            out[label] = [(float(x), stored.Side(f"{x}", label, float(value), by_x.get(x))) for x, value in series.items()]
         if not any(out.values()):
             raise ClaimError(f"{claim['figure']}: no {claim['measure']} for {claim['label']!r} (labels: {', '.join(numbers)})")
         return out
@@ -454,9 +404,9 @@ class Judge:
         lines = []
         numbers = document.get("numbers") or {}
         margin = float(claim["margin"])
-        for group in claim.get("groups") or _groups(document):
-            sides = [s for row in _match(_rows(document, group), claim["rows"])
-                     if (s := _side(document, group, row, claim["measure"])) is not None]
+        for group in claim.get("groups") or stored.groups(document):
+            sides = [s for row in _match(stored.rows(document, group), claim["rows"])
+                     if (s := stored.side(document, group, row, claim["measure"])) is not None]
             if len(sides) < 2:
                 continue
             line = Line(f"{claim['measure']}" + (f" ({group})" if len(numbers) > 1 else "") + ": "
@@ -497,7 +447,7 @@ class Judge:
         return Verdict(lines)
 
     def value(self, claim: Mapping, document: Mapping) -> Verdict:
-        value = _number(((document.get("numbers") or {}).get(claim["group"]) or {}).get(claim["row"], {}).get(claim["measure"]))
+        value = stored.number(((document.get("numbers") or {}).get(claim["group"]) or {}).get(claim["row"], {}).get(claim["measure"]))
         if value is None:
             raise ClaimError(f"no {claim['measure']} for {claim['group']} / {claim['row']}")
         tolerance = claim.get("tolerance", 0.0005)
@@ -519,7 +469,7 @@ def spread_of(judge: Judge, spread: Mapping | None) -> dict[str, float] | None:
     rows = _match(list(numbers.get(group, {})), spread["rows"]) if group else []
     out = {}
     for measure in (document.get("layout") or {}).get("measures", []):
-        values = [x for row in rows if (x := _number(numbers[group][row].get(measure))) is not None]
+        values = [x for row in rows if (x := stored.number(numbers[group][row].get(measure))) is not None]
         if len(values) >= 2:
             out[measure] = max(values) - min(values)
     return out

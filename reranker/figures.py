@@ -71,9 +71,8 @@ def run_figure(args: argparse.Namespace) -> list[Path]:
         spec_or_options(args.spec, ["--eval"] if args.eval else [], "--eval", "points", "tables figure sweep")
         points = (sweep_points(args.spec) if args.spec
                   else [(*parse_sweep_spec(spec), f"--eval {spec!r}") for spec in args.eval])
-        numbers, inputs = sweep_numbers(points, args.measures)
+        numbers, inputs, per_query = sweep_numbers(points, args.measures)
         sweep_figure(numbers, args.measures, args.out, args.xlabel, args.title, args.logx)
-        per_query = sweep_per_query(points, args.measures)
     written = [Path(args.out)]
     if args.numbers:
         document = {"figure": str(args.out), "provenance": provenance(args.command, sorted(set(inputs))), "numbers": numbers}
@@ -297,9 +296,10 @@ def sweep_points(spec_path: str | os.PathLike) -> list[tuple[float, str, str, st
 
 
 def sweep_numbers(points: Sequence[tuple[float, str, str, str]], measures: Sequence[str]
-                  ) -> tuple[dict[str, dict[str, dict[str, float]]], list[str]]:
-    """{label: {measure: {x: value}}} from (x, label, EVAL.json, where) points, x sorted numerically; `where`
-    names a point in errors (its --eval option, or its spec record)."""
+                  ) -> tuple[dict[str, dict[str, dict[str, float]]], list[str], dict]:
+    """{label: {measure: {x: value}}} from (x, label, EVAL.json, where) points, x sorted numerically; the inputs; and
+    the same points' per-query values, {label: {measure: {x: {qid: value}}}} (what a claim's paired test reads).
+    `where` names a point in errors (its --eval option, or its spec record)."""
     by_label: dict[str, dict[float, Any]] = {}
     inputs = []
     for x, label, path, where in points:
@@ -318,18 +318,10 @@ def sweep_numbers(points: Sequence[tuple[float, str, str, str]], measures: Seque
         inputs.append(path)
     numbers = {label: {m: {x_key(x): by_x[x].aggregate[m] for x in sorted(by_x)} for m in measures}
                for label, by_x in by_label.items()}
-    return numbers, inputs
-
-
-def sweep_per_query(points: Sequence[tuple[float, str, str, str]], measures: Sequence[str]) -> dict:
-    """{label: {measure: {x: {qid: value}}}} of a sweep's points (checked by `sweep_numbers` first)."""
-    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-    for x, label, path, _ in sorted(points):
-        evaluation = read_evaluation(path)
-        for m in measures:
-            values = evaluation.per_query.get(m, {})
-            out.setdefault(label, {}).setdefault(m, {})[x_key(x)] = {q: round(float(v), 6) for q, v in sorted(values.items())}
-    return out
+    per_query = {label: {m: {x_key(x): {q: round(float(v), 6) for q, v in sorted(by_x[x].per_query.get(m, {}).items())}
+                             for x in sorted(by_x)} for m in measures}
+                 for label, by_x in by_label.items()}
+    return numbers, inputs, per_query
 
 
 def sweep_figure(numbers: Mapping[str, Mapping[str, Mapping[str, float]]], measures: Sequence[str], path: str | os.PathLike,
