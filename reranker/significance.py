@@ -30,17 +30,21 @@ def no_correction(pvalues: Sequence[float]) -> list[float]:
 
 
 def bonferroni(pvalues: Sequence[float]) -> list[float]:
-    return [min(1.0, p * len(pvalues)) for p in pvalues]
+    return _adjusted(pvalues, "bonferroni")
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down: the i-th smallest p times (m - i), kept monotone, capped at 1."""
-    m = len(pvalues)
-    adjusted, running = [1.0] * m, 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: pvalues[i])):
-        running = max(running, min(1.0, (m - rank) * pvalues[index]))
-        adjusted[index] = running
-    return adjusted
+    return _adjusted(pvalues, "holm")
+
+
+def _adjusted(pvalues: Sequence[float], method: str) -> list[float]:
+    """statsmodels' adjusted p-values (`multipletests`), as the seed index's correction (reranker.verdicts)."""
+    from statsmodels.stats.multitest import multipletests
+
+    if not pvalues:
+        return []
+    return [float(p) for p in multipletests(list(pvalues), method=method)[1]]
 
 
 @dataclass(frozen=True)
