@@ -143,7 +143,14 @@ def test_quick_profile_with_apptainer_reproduces_the_stored_tables(tmp_path, bir
     cache = tmp_path / "ir_datasets"
     shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
     subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
-    env = {**os.environ, "IR_DATASETS_HOME": str(cache)}
+    # Every cache reached through a symlinked folder, as on machines whose data disks are linked in:
+    # the wrapper must bind the links' targets (issue 59: "mount source ... doesn't exist").
+    linked = {}
+    for name, value in (("HF_HOME", os.environ["HF_HOME"]), ("BIRCH_DATA", str(birch_data)), ("IR_DATASETS_HOME", str(cache))):
+        link = tmp_path / f"via-{name.lower()}"
+        link.symlink_to(Path(value).resolve().parent, target_is_directory=True)
+        linked[name] = str(link / Path(value).resolve().name)
+    env = {**os.environ, **linked}
     done = subprocess.run([str(copy / "containers" / "snakemake-apptainer"), "--profile", "workflow/profiles/quick",
                            "--cores", "2"], cwd=copy, env=env, capture_output=True, text=True, timeout=3 * 3600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
