@@ -104,6 +104,14 @@ def _node(node: Mapping) -> Mapping:
     return node
 
 
+def setting(path: str) -> dict:
+    """The schema of one setting by its dotted path (`training.epochs`), local references followed."""
+    node = _node(_schema())
+    for key in path.split("."):
+        node = _node(node["properties"][key])
+    return copy.deepcopy(dict(node))
+
+
 def defaults(node: Mapping | None = None) -> dict:
     """The document the schema's defaults make: an object's defaults, nested objects' included."""
     node = _node(node if node is not None else _schema())

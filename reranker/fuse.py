@@ -45,6 +45,7 @@ from tqdm import tqdm
 
 from reranker.cli import add_config, add_files
 from reranker.config import collection_config, entry_defaults, load_config
+from reranker.flags import checked
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import fold_queries, read_folds
@@ -409,7 +410,8 @@ def run_birch(args: argparse.Namespace) -> int:
 
 
 def run_aggregate(args: argparse.Namespace) -> int:
-    fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method, args.candidates)
+    candidates = None if args.candidates is None else checked("--candidates", args.candidates, "ntnu.candidates")
+    fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method, candidates)
     write_run(fused, args.out, tag=args.tag or args.method)
     print(f"{args.method}: {len(fused)} queries -> {args.out}")
     return 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from reranker.cli import add_config
+from reranker.flags import checked
 from reranker.formats.atomic import atomic_dir
 from reranker.formats.docs import iter_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
@@ -170,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = read_build_info(args.index)
     from reranker.config import load_config
 
-    record = build_index(args.docs, args.index, threads=args.threads, heap=load_config(args.config)["java_heap"])
+    threads = checked("--threads", args.threads, "threads")
+    record = build_index(args.docs, args.index, threads=threads, heap=load_config(args.config)["java_heap"])
     status = "up to date" if record == previous else f"built in {record['seconds']} s"
     print(f"{args.index}: {record['documents']} documents, {record['unique_terms']} terms, {status}"
           + (f" ({record['empty_docs']} empty documents not indexed)" if record["empty_docs"] else ""))

@@ -68,6 +68,14 @@ class Classifier:
         return int(min(getattr(self.tokenizer, "model_max_length", 512) or 512, self.model.config.max_position_embeddings))
 
 
+def check_length(classifier: Classifier, max_length: int | None) -> None:
+    """A pair length within the model's position embeddings: past them the forward pass ends in an index error."""
+    positions = classifier.model.config.max_position_embeddings
+    if max_length is not None and max_length > positions:
+        raise CheckpointError(f"max_length {max_length} is longer than {classifier.source} can read (its "
+                              f"max_position_embeddings is {positions}): give {positions} or less")
+
+
 def head_outputs(head: str, config: Any) -> int:
     """Outputs of a head: NSP's two, a bi-encoder's one (its cosine), else the classifier's labels."""
     loader = LOADERS.get(head)

@@ -21,6 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from reranker.cli import add_config
+from reranker.flags import checked
 from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
@@ -197,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     default, fold_params = params_from_config(config, args.model, args.collection)
-    depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], args.threads
-    if threads < 1:
-        parser.error("--threads must be at least 1")
+    depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], checked("--threads", args.threads, "threads")
     if fold_params and not args.folds:
         parser.error(f"the configuration sets per-fold parameters for folds {sorted(fold_params)}; pass --folds")
 

@@ -54,6 +54,7 @@ from tqdm import tqdm
 
 from reranker.batching import length_batches, pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config, add_files
+from reranker.flags import overlay
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import fold_test_queries
@@ -66,7 +67,7 @@ from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, write_unit_scores
 from reranker.forward import bert_logits, cosines, supports_fast_path
 from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, disable_cudnn_attention, machine, resolve_precision
-from reranker.models import Classifier, load_classifier, pick_device, resolve_source
+from reranker.models import Classifier, check_length, load_classifier, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
 from reranker.shards import GatherError, gather_parts, parse_part, part_range, plan_digest, plan_shards, prepare_shards, shard_dir
@@ -126,6 +127,7 @@ class Scorer:
         self.dtype = compute_dtype(precision, self.device)
         self.precision = precision
         self.batch_size = batch_size
+        check_length(classifier, max_length)
         self.max_length = min(max_length or classifier.max_length, classifier.max_length)
         if self.device.type == "cpu":
             self.threads = threads or cpu_threads()
@@ -430,18 +432,22 @@ def main(argv: list[str] | None = None) -> int:
     part = parse_part(args.part)
     config = load_config(args.config)
     settings = stage_settings.score(config, args.checkpoint, args.section)
+    own = config[args.section] if args.section else {}  # a section's K and length replace the suite's: so do the flags
+    where = {key: args.section if key in own else suite for key, suite in (("candidates", "segment"), ("max_length", "score"))}
+    settings = overlay(settings, args, {"--candidates": f"{where['candidates']}.candidates",
+                                        "--max-length": f"{where['max_length']}.max_length",
+                                        "--shard-size": "score.shard_size", "--threads": "score.threads"})
     entry = settings["checkpoint"]
     if args.model is None and entry["source"] != "hf":
         raise InputError(f"checkpoint {args.checkpoint} is fine-tuned: give --model, the folder training wrote")
     head = entry.get("head") or (entry.get("training") or {}).get("head")  # a fine-tuned bi-encoder's is its training's
     kind = "cosine" if head == "bi_encoder" else settings["kind"]
-    candidates, max_length, relevant_index = settings["candidates"], args.max_length or settings["max_length"], None
+    candidates, max_length, relevant_index = settings["candidates"], settings["max_length"], None
     # auto is resolved here, on this machine's device: bf16 where it has bf16 arithmetic, else fp32
     precision = resolve_precision(settings["precision"], pick_device(settings["device"]))
     if args.ranking:
         kind = "argmax" if args.ranking == "argmax" else "logit"
         relevant_index = int(args.ranking.removeprefix("label")) if args.ranking.startswith("label") else None
-    candidates = args.candidates or candidates
     queries = None
     if entry.get("train_fold") is not None:
         if not args.folds:
@@ -453,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = score_run(args.model or entry["model"], args.segments, args.run, args.topics, args.out,
                      candidates=candidates, kind=kind, batch_size=settings["batch_size"],
                      batch_tokens=settings["batch_tokens"],
-                     precision=precision, cache_dir=cache_dir, shard_size=args.shard_size or settings["shard_size"],
+                     precision=precision, cache_dir=cache_dir, shard_size=settings["shard_size"],
                      device=settings["device"], max_length=max_length, queries=queries,
                      num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
                      qrels_path=args.qrels, head=entry.get("head") if fetched else None,

@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from reranker import registry
 from reranker.cli import add_config, add_files
+from reranker.flags import overlay
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
@@ -163,7 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     from reranker import settings as stage_settings
     from reranker.config import load_config
 
-    settings = stage_settings.segment(load_config(args.config), args.section, args.candidates)
+    config = load_config(args.config)
+    settings = stage_settings.segment(config, args.section)
+    own = args.section if "candidates" in (config.get(args.section) or {}) else "segment"  # whose K the flag replaces
+    settings = overlay(settings, args, {"--candidates": f"{own}.candidates"})
     tokenizer, candidates, passages = settings["tokenizer"] or DEFAULT_TOKENIZER, settings["candidates"], settings["passages"]
     meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
                    tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],

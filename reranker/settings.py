@@ -99,7 +99,7 @@ def train(config: Mapping, checkpoint: str) -> dict:
 def score(config: Mapping, checkpoint: str, section: str | None = None) -> dict:
     """score:, the suite's candidates K and the checkpoint's entry; a section's K, length and precision."""
     own = _section(config, section)
-    settings = {**config["score"], "candidates": config["segment"]["candidates"], "max_length": None,
+    settings = {**config["score"], "candidates": config["segment"]["candidates"], "max_length": config["score"].get("max_length"),
                 "checkpoint": _entry(config, checkpoint)}
     settings.update({key: own[key] for key in ("candidates", "max_length", "precision") if key in own})
     return settings

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from reranker.flags import overlay
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
@@ -344,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_figure_parsers(sub)
     args = parser.parse_args(argv)
+    overlay({}, args, {"--alpha": "significance.alpha"})  # checked as the configuration's alpha is
     if args.kind == "figure":
         written = run_figure(args)
     else:

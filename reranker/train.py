@@ -41,6 +41,7 @@ from reranker import hardware, models
 from reranker.batching import pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
+from reranker.flags import overlay
 from reranker.formats.atomic import atomic_dir, write_lines
 from reranker.formats.docs import iter_docs, read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
@@ -794,11 +795,13 @@ def load_task(base: str, sources: Sequence[Source], config: TrainingConfig, devi
     classifier with its objective and pairs (rank: judged pairs; nsp: sentence pairs)."""
     if config.task == "mlm":
         classifier = models.load_masked_lm(base, num_layers=config.num_layers, device=device)
+        models.check_length(classifier, config.max_length)
         return classifier, [load_mlm_source(sources[0], config, classifier.tokenizer)], None
     examples = [(load_nsp_source if config.task == "nsp" else load_source)(source, config) for source in sources]
     objective = objective_for(config, examples, relevant_index=1)
     classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
                                         device=device, num_labels=objective.outputs, fresh_head=fresh)
+    models.check_length(classifier, config.max_length)
     if classifier.head == "bi_encoder":  # trains as a two-way classifier of its cosine (calibrate_cosine starts it)
         classifier = models.as_cosine_classifier(classifier)
     if classifier.n_logits != objective.outputs:
@@ -1213,6 +1216,11 @@ HYPER_PARAMETERS = {  # flag -> TrainingConfig field
 }
 
 
+# flag -> the schema path of the setting it overrides (reranker.flags): a flag is checked as the configuration is
+FLAGS = {**{flag: f"training.{field}" for flag, (field, _) in HYPER_PARAMETERS.items()},
+         "--no-bucketing": "training.bucketed", "--threads": "threads"}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m reranker train", description=__doc__.split("\n\n")[0],
@@ -1264,9 +1272,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from reranker.config import CHECKPOINT_SETTINGS, checkpoint_config, collection_config, load_config
 
-    flags = {field: getattr(args, field) for field, _ in HYPER_PARAMETERS.values() if getattr(args, field) is not None}
-    if args.bucketed is not None:
-        flags["bucketed"] = args.bucketed
+    flags = overlay({}, args, FLAGS)  # each flag given, checked by its setting's schema: a 0 is kept or refused
+    threads = flags.pop("threads", None)
     if args.config or args.checkpoint:  # settings from the configuration alone
         # with --config, the folders the rule hands for the checkpoints the settings name, as --base
         folders = {setting: flags.pop(setting, None) for setting in CHECKPOINT_SETTINGS}
@@ -1307,7 +1314,7 @@ def main(argv: list[str] | None = None) -> int:
         base, mix, settings = args.base, args.mix, flags
         if args.relevant_min_grade is not None:
             sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
-    torch.set_num_threads(args.threads or hardware.cpu_threads())
+    torch.set_num_threads(threads or hardware.cpu_threads())
 
     config = TrainingConfig.from_mapping(settings)
     out = train(base, sources, args.out, config) if mix else train_chain(base, sources, args.out, config)
