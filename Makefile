@@ -42,11 +42,11 @@ $(STAMP): pyproject.toml
 # jobs' spans, <name>_time.json), the resources table again with that wall clock, and the HTML report of
 # every table and figure (runs/default/report.html). A run stopped and resumed (`make run` again) is
 # one run made in stretches: each stretch's Snakemake log is kept in runs/default/logs/ and the wall clock
-# adds the stretches up, pauses left out. One lock per run folder (reranker.exclusive) instead of
-# Snakemake's, which outlives a SIGKILL: a run whose machine went away resumes with `make run` alone.
+# adds the stretches up, pauses left out. The Snakefile holds one lock per run folder (reranker/run_lock.py)
+# instead of Snakemake's, which outlives a SIGKILL: a run whose machine went away resumes with `make run` alone.
 run: setup
 	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --logs-only
-	$(BIN)/python -m reranker.exclusive $(RUN_DIR)/.lock $(SNAKEMAKE) --nolock
+	$(SNAKEMAKE) --nolock
 	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --command "make run" --snakemake "$(SNAKEMAKE)"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.

@@ -10,6 +10,7 @@ from snakemake.utils import min_version
 from reranker import experiments
 from reranker.collections import load_collection
 from reranker.config import resolve, write_resolved
+from reranker.run_lock import RunLock
 from reranker.workflow import SCORE_PRIORITY, Experiment, job_priority
 
 min_version("9.0")
@@ -24,13 +25,26 @@ experiments.load(config.get("plugins") or ())  # the papers' plugins first: they
 CFG = resolve(config)  # schema defaults under the merged files, validated, ${VAR} expanded
 EXP = Experiment(CFG)  # with EXP.plugins, the papers this configuration asks for
 RUN = CFG["run_dir"]
+# One run per run folder, however started (reranker/run_lock.py): taken before anything is written there and
+# kept by the main process until it ends; jobs that read this file again belong to the holder. Beside a
+# holder this process only reads (a dry run) and `onstart` refuses to run jobs.
+LOCK = RunLock(RUN) if workflow.is_main_process else None
 CLI_FILES = [str(f) for f in workflow.overwrite_configfiles or []]  # --configfile and profiles, merged last
-CONFIG_FILE = str(
-    write_resolved(CFG, EXP.layout.path("config"), [str(f) for f in workflow.configfiles if str(f) not in CLI_FILES] + CLI_FILES)
-)
+if LOCK is None or LOCK.held:
+    CONFIG_FILE = str(
+        write_resolved(CFG, EXP.layout.path("config"), [str(f) for f in workflow.configfiles if str(f) not in CLI_FILES] + CLI_FILES)
+    )
+else:
+    LOCK.note()
+    CONFIG_FILE = EXP.layout.path("config")  # the holder's, unchanged
 
 for cid in dict.fromkeys(CFG["birch"]["targets"] + CFG["baselines"]["collections"] + CFG["baselines"]["provided_runs"]):
     load_collection(cid, CFG).check_files()  # name every missing file, and where it goes, before any job starts
+
+
+onstart:
+    if LOCK is not None:
+        LOCK.refuse()  # another process holds the run folder: stop before scheduling a job
 
 
 # Used with --sdm apptainer (or its alias --use-singularity); build it from containers/ (see README).
