@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from reranker.config import load_config
 from reranker.formats.atomic import write_text
-from reranker.formats.errors import exits_on_input_error
-from reranker.formats.layout import PUBLISHED, PUBLISHED_FILES
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
+from reranker.promote import promote, refuse_if_interrupted
 from reranker.registry import FIRST_STAGES
 from reranker.tolerance import within
 
@@ -53,12 +52,30 @@ class Difference:
         return "match" if within(self.run, self.reference, self.tolerance) else "drift"
 
 
-def leaves(numbers: Mapping, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:
+def leaves(numbers: Mapping, path: Path, measures: Collection[str] = (),
+           prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:
+    """Every number below `numbers` with its key path. A text cell (a column such as L/H: "6/384") is skipped; a
+    number stored as text, text in a measure's column, or anything else is a FormatError naming `path` and the key:
+    skipped, it would read as "new" or "missing", never as a drift."""
     for key, value in numbers.items():
+        here = prefix + (str(key),)
         if isinstance(value, Mapping):
-            yield from leaves(value, prefix + (str(key),))
+            yield from leaves(value, path, measures, here)
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            yield prefix + (str(key),), float(value)
+            yield here, float(value)
+        elif value is None and key == "sd" and "mean" in numbers:
+            continue  # a summary of one row has no standard deviation
+        elif not isinstance(value, str) or _numeric(value) or key in measures:
+            raise FormatError(path, None, f"{' / '.join(here)}: expected a number, found {json.dumps(value)}; the file is "
+                                          "damaged: make it again (rerun its table, or restore the reference's copy with git checkout)")
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def kind_of(table: str, key: tuple[str, ...]) -> str:
@@ -80,11 +97,22 @@ def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, flo
 
 
 def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
-    """A numbers file's leaves, and its machine-dependent columns (timings)."""
+    """A numbers file's leaves, and its machine-dependent columns (timings). `per_query`, beside `numbers`, is
+    not compared and not read."""
     if not path.exists():
         return {}, set()
-    document = json.loads(path.read_text(encoding="utf-8"))
-    return dict(leaves(document.get("numbers", {}))), set(document.get("machine_dependent", []))  # run.json has none
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise FormatError(path, None, f"not valid JSON (empty?) ({err}); make it again: promote the run, "
+                                      "or git checkout the reference's copy") from None
+    if not isinstance(document, dict) or not isinstance(document.get("numbers", {}), dict):
+        raise FormatError(path, None, "expected a JSON object with a `numbers` object (a table's numbers); "
+                                      "make it again: promote the run, or git checkout the reference's copy")
+    layout = document.get("layout")
+    measures = (layout.get("measures") or ()) if isinstance(layout, dict) else ()
+    machine = document.get("machine_dependent", [])
+    return dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else [])  # run.json has none
 
 
 def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
@@ -126,41 +154,14 @@ def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
-def _files_under(folder: Path) -> set[Path]:
-    """Every file below `folder`, relative to it (none if it does not exist)."""
-    return {path.relative_to(folder) for path in folder.rglob("*") if path.is_file()} if folder.is_dir() else set()
-
-
-def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[list[Path], list[Path]]:
-    """Copy a run's published files over the reference, file by file (the run's config goes beside
-    them). A stored file that the run did not make (a part not rerun, or a table since removed) is
-    kept, and listed; `prune` deletes it. Returns (copied, kept or pruned)."""
-    copied, not_made = [], []
-    for name in PUBLISHED:
-        source, target = run_dir / name, reference / name
-        made = _files_under(source)
-        for relative in sorted(made):
-            (target / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / relative, target / relative)
-            copied.append(target / relative)
-        for relative in sorted(_files_under(target) - made):
-            not_made.append(target / relative)
-            if prune:
-                (target / relative).unlink()
-    for name in PUBLISHED_FILES:
-        if (run_dir / name).exists():
-            shutil.copy2(run_dir / name, reference / name)
-            copied.append(reference / name)
-    return copied, not_made
-
-
 @exits_on_input_error("compare")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="the run's resolved configuration (its run_dir, reference and compare:)")
     parser.add_argument("--out", help="also write the report here (Markdown)")
     parser.add_argument("--promote", action="store_true",
-                        help="copy the run's tables, numbers, figures, folds and fusion over the reference, file by file")
+                        help="copy the run's tables, numbers, figures, folds and fusion over the reference: staged beside it, then "
+                             "renamed into place; an interrupted promote is finished first (reranker.promote)")
     parser.add_argument("--prune", action="store_true",
                         help="with --promote: also delete stored files that the run did not make (kept by default, "
                              "so that promoting a partial run loses nothing)")
@@ -168,14 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config)
     run_dir, reference = Path(config["run_dir"]), Path(config["reference"])
     if not (run_dir / "numbers").is_dir():
-        print(f"compare: {run_dir}/numbers does not exist; run the workflow first", file=sys.stderr)
-        return 2
+        raise InputError(f"{run_dir}/numbers does not exist; run the workflow first")
     if args.promote:
-        copied, not_made = promote(run_dir, reference, prune=args.prune)
+        finished, copied, not_made = promote(run_dir, reference, prune=args.prune)
+        if finished is not None:
+            print(f"finished an interrupted promote into {reference} first: {finished} files moved or deleted")
         print(f"promoted {len(copied)} files from {run_dir} to {reference}")
         for path in not_made:
             print(f"{'pruned' if args.prune else 'kept, not made by this run'}: {path}")
         return 0
+    refuse_if_interrupted(reference)
     differences = compare_numbers(run_dir, reference, config["compare"])
     text = report(differences, compare_files(run_dir, reference), run_dir, reference, config["compare"])
     print(text)

@@ -82,9 +82,12 @@ def main_index(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
     parser.add_argument("--command", default="", help="the command that made the run, named in the README")
     parser.add_argument("--sources", help="the sources' numbers (default: source_numbers.yaml beside --seeds)")
+    parser.add_argument("--catalog", help="the tables, rows and columns some configuration makes, which every claim's names "
+                                          "must be among (reranker.formats.catalog; default: table_catalog.json beside --seeds, "
+                                          "where there is one)")
     args = parser.parse_args(argv)
     # a ClaimError is an input error: `tables` reports it in one line (its main's exits_on_input_error)
-    text = index(load_seeds(args.seeds, args.sources), Path(args.run_dir), args.command)
+    text = index(load_seeds(args.seeds, args.sources, args.catalog), Path(args.run_dir), args.command)
     write_text(args.out, text)
     print(args.out)
     return 0

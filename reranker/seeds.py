@@ -18,8 +18,10 @@ from typing import Any
 import yaml
 
 from reranker import verdicts as v
+from reranker.formats.catalog import Catalog, catalog_beside, matches, near, read_catalog
 from reranker.formats.errors import InputError, keys_checked
 from reranker.formats.source_numbers import cell_setting
+from reranker.measures import MEASURES, is_measure
 from reranker.reproduction import SourceNumbersError, check_ref, load_source_numbers
 
 DEFAULT_SEEDS = Path(__file__).resolve().parent.parent / "workflow" / "config" / "seed_tables.yaml"
@@ -51,13 +53,17 @@ class ClaimError(InputError):
 # The seed file
 
 
-def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> dict:
+def load_seeds(path: str | Path, source_numbers: str | Path | None = None, catalog: str | Path | None = None) -> dict:
     """The seed file, checked: every work, table and claim has the keys its kind needs and no other, every
-    source cell a claim names exists once, and maps to a row the claim compares. Where the source numbers exist
-    they are loaded and returned under `source_numbers`."""
+    source cell a claim names exists once, and maps to a row the claim compares; every measure is a measure (or,
+    for a claim that rests on something else, a column); every table, figure, row, group and column a claim names
+    is one that some configuration makes (the catalog, reranker.formats.catalog: `catalog`, else the one beside
+    the seed file, where there is one). Where the source numbers exist they are loaded (checked against the same
+    catalog) and returned under `source_numbers`."""
     path = Path(path)
+    known = read_catalog(catalog) if catalog is not None else catalog_beside(path)
     numbers_path = Path(source_numbers) if source_numbers is not None else path.parent / SOURCE_NUMBERS
-    numbers = load_source_numbers(numbers_path) if source_numbers is not None or numbers_path.exists() else None
+    numbers = load_source_numbers(numbers_path, catalog) if source_numbers is not None or numbers_path.exists() else None
     try:
         seeds = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
@@ -70,13 +76,17 @@ def load_seeds(path: str | Path, source_numbers: str | Path | None = None) -> di
         _keys(work, WORK_KEYS, {"title", "tables"}, where)
         if "spread" in work:
             _keys(work["spread"], {"table", "rows"}, {"table", "rows"}, f"{where}.spread")
+            _known_rows(known, work["spread"]["table"], patterns(work["spread"]["rows"]), f"{where}.spread", "rows")
         _check_untested(work.get("untested"), f"{where}.untested")
         for j, entry in enumerate(work["tables"]):
             here = f"{where}.tables[{j}]"
             _keys(entry, TABLE_KEYS, {"source", "effect"}, here)
             _check_untested(entry.get("untested"), f"{here}.untested")
+            if "table" in entry:
+                _known_table(known, entry["table"], f"{here}.table")
             for k, claim in enumerate(entry.get("claims") or []):
                 _check_claim(claim, f"{here}.claims[{k}]", has_table="table" in entry)
+                _check_names(claim, entry, known, f"{here}.claims[{k}]")
                 if "source" in claim:
                     _check_source(claim, entry, numbers, numbers_path, f"{here}.claims[{k}].source")
     if numbers is not None:
@@ -123,6 +133,61 @@ def _check_claim(claim: Any, where: str, has_table: bool) -> None:
                          "(`figure`, `label`)")
     if kind in ("compare", "monotone", "equal", "value") and "figure" not in claim and not has_table:
         raise ClaimError(f"{where}: a {kind} claim needs the entry's `table`")
+
+
+# The names a claim uses: none that no configuration makes (a misspelt row would read "not run" for ever)
+
+COMMON_MEASURES = ("AP@1000", "P@20", "nDCG@20", "RR@10", "R@10")  # suggested beside the registered ones
+
+
+def _check_names(claim: Mapping, entry: Mapping, known: Catalog | None, where: str) -> None:
+    """The claim's measure is a measure (a column, for a claim resting on something else: `rests_on`), and its
+    tables, figure, rows, groups and columns are in the catalog (where there is one)."""
+    measure, tables = claim["measure"], [entry.get("table"), claim.get("than_table")]
+    columns = {c for t in tables if known is not None and t in known.tables for c in known.tables[t]["columns"]}
+    if not is_measure(str(measure)) and not ("rests_on" in claim and (known is None or measure in columns)):
+        what = (f"nor a column of {' or '.join(t for t in tables if t)} {known.where()}" if "rests_on" in claim else
+                "(a column without per-query values needs `rests_on`)")
+        raise ClaimError(f"{where}: measure {measure!r} is not a measure (ir_measures syntax, or one of "
+                         f"{', '.join(MEASURES)}) {what}{near(str(measure), [*MEASURES, *COMMON_MEASURES, *sorted(columns)])}")
+    if known is None:
+        return
+    if "figure" in claim:
+        if claim["figure"] not in known.figures:
+            raise ClaimError(f"{where}.figure: {claim['figure']!r} is made by no configuration ({known.path})"
+                             f"{near(claim['figure'], known.figures)}")
+        if not matches(claim["label"], known.figures[claim["figure"]]):
+            raise ClaimError(f"{where}.label: {claim['label']!r} is no line of {claim['figure']} {known.where()}"
+                             f"{near(claim['label'], known.figures[claim['figure']])}")
+        return
+    table, than_table = entry["table"], claim.get("than_table") or entry["table"]
+    _known_table(known, than_table, f"{where}.than_table")
+    def one(key: str) -> list:
+        return [claim[key]] if key in claim else []
+    by = one("by") if not is_measure(str(claim.get("by"))) else []
+    checks = [("rows", table, "rows", True, patterns(claim["rows"]) if "rows" in claim else []),  # globs, as judged
+              ("than", than_table, "rows", True, one("than")),
+              ("row", table, "rows", False, one("row")), ("groups", table, "groups", False, list(claim.get("groups") or [])),
+              ("group", table, "groups", False, one("group")), ("than_group", than_table, "groups", False, one("than_group")),
+              ("by", table, "columns", False, by)]
+    for key, name, field, glob, values in checks:
+        names = known.tables[name][field]
+        for value in values:
+            if not (matches(value, names) if glob else value in names):
+                raise ClaimError(f"{where}.{key}: {value!r} {'matches' if glob else 'is'} no {field[:-1]} of {name} "
+                                 f"{known.where()}{near(str(value), names)}")
+
+
+def _known_table(known: Catalog | None, table: str, where: str) -> None:
+    if known is not None and table not in known.tables:
+        raise ClaimError(f"{where}: {table!r} is a table no configuration makes ({known.path}){near(table, known.tables)}")
+
+
+def _known_rows(known: Catalog | None, table: str, rows: Sequence[str], where: str, key: str) -> None:
+    _known_table(known, table, f"{where}.table")
+    for row in rows if known is not None else []:
+        if not matches(row, known.tables[table]["rows"]):
+            raise ClaimError(f"{where}.{key}: {row!r} matches no row of {table} {known.where()}{near(row, known.tables[table]['rows'])}")
 
 
 def source_tables(claim: Mapping, entry: Mapping) -> list[str]:

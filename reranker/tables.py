@@ -32,7 +32,7 @@ from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.source_numbers import read_source_numbers
-from reranker.formats.table_spec import KINDS, Spec, checked_spec, read_spec
+from reranker.formats.table_spec import KINDS, PRETRAINING_TABLE, STATS_TABLE, Spec, checked_spec, read_spec
 from reranker.notes import checkpoint_note, folds_note
 from reranker.reporting import MEASURE_LABELS, TableError, provenance, spec_or_options, split_labelled  # noqa: F401 (shared with figures)
 from reranker.significance import CORRECTIONS, paired_ttest
@@ -61,13 +61,13 @@ def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
 
 def stats_table(stats: Mapping[str, Mapping[str, float]], caption: str) -> Table:
     """Dataset statistics: one row per collection."""
-    columns = ["docs", "queries", "judged_queries", "qrels", "mean_relevant_per_query", "mean_doc_length_words"]
-    table = Table(caption, ["statistics"], columns, bold_best=False,
+    group, columns = STATS_TABLE[0], list(STATS_TABLE[1])
+    table = Table(caption, [group], columns, bold_best=False,
                   number_format=lambda column, value: f"{value:.2f}" if column.startswith("mean") else f"{int(value)}")
     for collection, values in stats.items():
         for column in columns:
             if values.get(column) is not None:
-                table.add(collection, "statistics", column, float(values[column]))
+                table.add(collection, group, column, float(values[column]))
     return table
 
 
@@ -234,13 +234,14 @@ def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], 
 def pretraining_table(checkpoints: Sequence[tuple[str, Mapping]], caption: str) -> Table:
     """Rows: pre-trained checkpoints (label and the checkpoint's reranker.json, read); cells: held-out token
     accuracy (mlm) or loss, before and after."""
-    table = Table(caption, ["held-out"], ["before", "after", "loss"], row_header="Pre-training", bold_best=False)
+    group, (before, after, loss) = PRETRAINING_TABLE
+    table = Table(caption, [group], [before, after, loss], row_header="Pre-training", bold_best=False)
     for label, meta in checkpoints:
         v = meta.get("validation") or {}
         metric = "accuracy" if "accuracy" in v else "mrr"
-        table.add(label, "held-out", "before", v.get(f"untrained_{metric}", math.nan))
-        table.add(label, "held-out", "after", v.get(metric, math.nan))
-        table.add(label, "held-out", "loss", v.get("loss", math.nan))
+        table.add(label, group, before, v.get(f"untrained_{metric}", math.nan))
+        table.add(label, group, after, v.get(metric, math.nan))
+        table.add(label, group, loss, v.get("loss", math.nan))
     return table
 
 

@@ -38,6 +38,7 @@ def _fill(value, folder: Path):
 def _prepare(case: dict, folder: Path) -> list[str]:
     shutil.copytree(CORPUS / "files", folder, dirs_exist_ok=True)
     for name, text in case.get("files", {}).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)  # a run folder's numbers/, say
         (folder / name).write_bytes(text.encode("latin-1" if case.get("latin-1") else "utf-8"))
     if "config" in case:
         (folder / "config.yaml").write_text(yaml.safe_dump(_fill(case["config"], folder)))

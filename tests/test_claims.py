@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from reranker import config as cfg
 from reranker import seeds as seed_file
 from reranker import verdicts as v
 from reranker.evaluate import evaluate
+from reranker.formats.catalog import DEFAULT_CATALOG, read_catalog
 from tests.test_tables import MEASURES, runs_and_qrels
 
 
@@ -485,3 +487,51 @@ def test_a_claim_on_cells_marked_pending_is_pending_not_a_verdict(run_dir):
     result = verdict(run_dir, claim)
     assert result.word == "pending" and "grades were upside down" in result.text
     assert verdict(run_dir, {**claim, "measure": "AP@1000"}).words[0] == "reproduced"  # other measures stand
+
+
+def test_the_stored_catalog_is_what_the_plugins_make():
+    """workflow/config/table_catalog.json: every table and figure of the default, quick and paper configurations with
+    their rows, groups and columns, as the plugins' specs give them; a change to a plugin's rows remakes it."""
+    from reranker.experiments import catalog
+
+    stored = json.loads(DEFAULT_CATALOG.read_text(encoding="utf-8"))
+    assert catalog.catalog(catalog.configurations()) == stored, "remake it: python -m reranker.experiments catalog"
+    assert len(stored["configurations"]) == 3
+
+
+def test_every_stored_tables_rows_groups_and_columns_are_in_the_catalog():
+    """The catalog models the tables the table stage makes: every row, group and column of the stored runs' tables
+    (the default's and the quick profile's) is in it, and every line of their sweep figure."""
+    known = read_catalog()
+    root = Path(__file__).resolve().parent.parent / "results"
+    for path in sorted((root / "numbers").glob("*.json")) + sorted((root / "quick" / "numbers").glob("*.json")):
+        if path.stem not in known.tables:
+            assert path.stem in {"resources", "run"} or path.stem.endswith("_time"), path  # a run's cost, no spec
+            continue
+        document, entry = json.loads(path.read_text()), known.tables[path.stem]
+        numbers = document["numbers"]
+        assert set(numbers) <= set(entry["groups"]), path
+        assert {row for rows in numbers.values() for row in rows} <= set(entry["rows"]), path
+        columns = {c for rows in numbers.values() for cells in rows.values() for c in cells}
+        assert columns - set(document["layout"]["measures"]) <= set(entry["columns"]), path
+    for path in (root / "figures" / "ntnu_candidates.json", root / "quick" / "figures" / "ntnu_candidates.json"):
+        assert set(json.loads(path.read_text())["numbers"]) <= set(known.figures["figures/ntnu_candidates.json"])
+
+
+def test_a_misspelt_name_in_the_stored_claims_is_refused_and_a_row_this_run_lacks_is_not_run(tmp_path, run_dir):
+    """Issue 59: a claim whose row or measure was misspelt read "not run", a negative verdict lost. Against the
+    stored catalog each is an error naming the claim; a row some configuration makes, absent here, is "not run"."""
+    stored = yaml.safe_load(seed_file.DEFAULT_SEEDS.read_text(encoding="utf-8"))
+    claim = stored["works"][1]["tables"][0]["claims"][0]  # Radboud's Table 2.1: the enriched sets below the baseline
+    for key, typo, message in (("rows", ["Enrich, add", "Enrich, swp"], r"claims\[0\]\.rows: 'Enrich, swp' matches no row "
+                                r"of radboud_2_1 in any configuration .*; near: 'Enrich, swap'"),
+                               ("than", "BERT basline", r"claims\[0\]\.than: 'BERT basline' matches no row .*near: 'BERT baseline'"),
+                               ("measure", "RadboudNDCG@2O", r"claims\[0\]: measure 'RadboudNDCG@2O' is not a measure")):
+        bad = copy.deepcopy(stored)
+        bad["works"][1]["tables"][0]["claims"][0] = {**claim, key: typo}
+        path = tmp_path / "seeds.yaml"
+        path.write_text(yaml.safe_dump(bad, sort_keys=False, allow_unicode=True))
+        with pytest.raises(seed_file.ClaimError, match=r"works\[1\]\.tables\[0\]\." + message):
+            seed_file.load_seeds(path, seed_file.DEFAULT_SEEDS.parent / seed_file.SOURCE_NUMBERS, DEFAULT_CATALOG)
+    entry = {**stored["works"][1]["tables"][0], "table": "main"}  # a run of Birch's part only: no Radboud rows
+    assert claims.check({**claim, "source": None}, entry, run_dir).word == "not run"

@@ -133,6 +133,26 @@ def test_the_stored_source_numbers_are_valid():
     assert numbers["tables"] and all(table["cells"] for table in numbers["tables"].values())
 
 
+def test_a_misspelt_table_id_or_row_is_refused_against_the_catalog_beside_the_file(tmp_path):
+    """Issue 59: a table id no configuration makes dropped the source's column from its table without a word. The
+    stored file's ids and rows are all in the catalog beside it; a copy with one misspelt is refused, naming it."""
+    stored = yaml.safe_load(reproduction.DEFAULT_SOURCE_NUMBERS.read_text(encoding="utf-8"))
+    assert (reproduction.DEFAULT_SOURCE_NUMBERS.parent / "table_catalog.json").exists()
+    catalog = str(reproduction.DEFAULT_SOURCE_NUMBERS.parent / "table_catalog.json")
+    misspelt = {**stored, "tables": {("radboud_2_l" if k == "radboud_2_1" else k): v for k, v in stored["tables"].items()}}
+    path = write(tmp_path, misspelt)
+    with pytest.raises(SourceNumbersError, match=r"tables\.radboud_2_l: 'radboud_2_l' is a table no configuration makes "
+                                                 r"\(.*table_catalog\.json\); near: .*'radboud_2_1'"):
+        load_source_numbers(path, catalog)
+    load_source_numbers(path)  # no catalog beside a test's own file: nothing to check the ids against
+    cells = stored["tables"]["ntnu_5_2"]["cells"]
+    misspelt = {**stored, "tables": {**stored["tables"], "ntnu_5_2": {**stored["tables"]["ntnu_5_2"],
+                                                                      "cells": [{**cells[0], "row": "MiniLM-L6, head-only"}] + cells[1:]}}}
+    with pytest.raises(SourceNumbersError, match=r"ntnu_5_2\.cells\[0\]\.row: 'MiniLM-L6, head-only' is a row of no table .*"
+                                                 r"near: 'MiniLM-L6, head only'"):
+        load_source_numbers(write(tmp_path, misspelt), catalog)
+
+
 def test_a_source_pair_takes_the_best_of_rows_and_finds_than_in_the_than_tables_source_table(tmp_path):
     numbers = {"sources": NUMBERS["sources"], "tables": {
         **NUMBERS["tables"],

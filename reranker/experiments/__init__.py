@@ -13,6 +13,7 @@ flags from the rules.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Container, Iterable
 
 from reranker import config as config_module
@@ -61,7 +62,13 @@ def checkpoint_prefixes(plugins: Container[str] | None = None) -> list[str]:
             if cls.checkpoint_prefix and (plugins is None or name in plugins)]
 
 
-def main() -> int:
-    """`python -m reranker.experiments [list]`: the registry, one plugin a line."""
+def main(argv: list[str] | None = None) -> int:
+    """`python -m reranker.experiments [list]`: the registry, one plugin a line; `... catalog`: the tables every
+    configuration makes (reranker.experiments.catalog)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["catalog"]:
+        from reranker.experiments import catalog
+
+        return catalog.main(argv[1:])
     print("\n".join(f"{name}: {cls.about}" for name, cls in load().items()))
     return 0

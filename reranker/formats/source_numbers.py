@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from reranker.formats.catalog import catalog_beside, near, read_catalog
 from reranker.formats.errors import InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
@@ -43,10 +44,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS) -> dict:
+def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str | Path | None = None) -> dict:
     """The source numbers file, checked: every source, table and cell has the keys it needs and no other, every
-    value is a finite number, every table names a listed source, and no two cells share row, column, setting, group."""
+    value is a finite number, every table names a listed source, and no two cells share row, column, setting, group.
+    Every table id, and every cell's row of ours, is one that some configuration makes (the catalog,
+    reranker.formats.catalog: `catalog`, else the one beside the file, where there is one): a misspelt id would drop
+    the source's column from its table without a word."""
     path = Path(path)
+    known = read_catalog(catalog) if catalog is not None else catalog_beside(path)
     try:
         numbers = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
@@ -60,9 +65,12 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS) -> dict:
         for key in set(source) & SOURCE_KEYS:
             if not isinstance(source[key], str):
                 raise SourceNumbersError(f"{where}.{key}: expected a string, found {source[key]!r}")
+    ours = {row for entry in known.tables.values() for row in entry["rows"]} if known is not None else set()
     for name, table in numbers["tables"].items():
         where = f"{path}: tables.{name}"
         check_keys(table, TABLE_KEYS, {"source", "table", "cells"}, where)
+        if known is not None and name not in known.tables:
+            raise SourceNumbersError(f"{where}: {name!r} is a table no configuration makes ({known.path}){near(str(name), known.tables)}")
         if table["source"] not in numbers["sources"]:
             raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
                                      f"({', '.join(map(str, numbers['sources'])) or 'none'})")
@@ -80,6 +88,9 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS) -> dict:
                     raise SourceNumbersError(f"{here}.{key}: expected a string (quote it), found {cell[key]!r}")
             if cell["row"] is not None and not isinstance(cell["row"], str):
                 raise SourceNumbersError(f"{here}.row: expected our row's name or null, found {cell['row']!r}")
+            if known is not None and cell["row"] is not None and cell["row"] not in ours:  # a claim on another table may read it
+                raise SourceNumbersError(f"{here}.row: {cell['row']!r} is a row of no table {known.where()}"
+                                         f"{near(cell['row'], known.tables.get(name, {}).get('rows', ours))}")
             if not _is_number(cell["value"]):
                 raise SourceNumbersError(f"{here}.value: expected a finite number, found {cell['value']!r}")
             key = (cell["source_row"], cell["column"], cell_setting(table, cell), cell.get("group"))

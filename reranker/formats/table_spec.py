@@ -36,6 +36,10 @@ KINDS: dict[str, dict[str, str]] = {
 }
 
 Spec = dict[str, list[dict]]
+# The one group and the columns of a table made of `stats` records (a row per collection) and of one made of
+# `checkpoints` records (pre-training: a row per checkpoint): fixed by the table stage, listed by the catalog.
+STATS_TABLE = ("statistics", ("docs", "queries", "judged_queries", "qrels", "mean_relevant_per_query", "mean_doc_length_words"))
+PRETRAINING_TABLE = ("held-out", ("before", "after", "loss"))
 
 
 def _field_problem(value: object, kind: str) -> str | None:

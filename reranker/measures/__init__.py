@@ -37,3 +37,16 @@ def label(name: str) -> str | None:
 
 
 from reranker.measures import radboud  # noqa: E402,F401 (registers)
+
+
+def is_measure(name: str) -> bool:
+    """Whether `name` is a measure: registered here, or an expression ir_measures parses (AP@1000, nDCG@20, RR@10)."""
+    if name in MEASURES:
+        return True
+    import ir_measures  # here: only a check of a name needs it
+
+    try:
+        ir_measures.parse_measure(name)
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
+        return False
+    return True
