@@ -21,7 +21,9 @@ for a [CLS] head). The test suite checks it against the plain Hugging Face forwa
 
 Pairs are ordered by query (numeric), the document's rank in the run, then unit, and cut into
 shards of whole queries (about `shard_size` pairs) written atomically to `<out>.shards/`; a killed run
-resumes at the first missing shard. `--part I/N` scores only the I-th of N contiguous blocks of
+resumes at the shards still missing, and scores again a shard or cache row whose checksum fails (both
+are caches: reranker.shards, reranker.formats.score_cache; the meta counts `shards_rejected` and
+`cache_rejected`). `--part I/N` scores only the I-th of N contiguous blocks of
 those shards, so that one collection spreads over N jobs (a cluster's nodes); `score gather`
 concatenates the parts (the plan and the gather: reranker.shards). A shard's batches depend only on
 its own pairs and the cache, and pairs of one query stay in one shard, so the gathered file equals
@@ -32,7 +34,9 @@ shard, so reruns and other experiments reuse them and two processes can share a 
 formed within a shard from its uncached pairs only, so an interrupted and resumed run produces the
 same bytes as an uninterrupted one from the same cache state.
 
-Output: TSV `qid<TAB>doc_id<TAB>unit<TAB>score` and `<out>.meta.json`.
+Output: TSV `qid<TAB>doc_id<TAB>unit<TAB>score` and `<out>.meta.json`, whose `output` (sha256, bytes,
+lines) fuse checks before it reads the scores (reranker.formats.sidecar). The segments read are checked
+against theirs.
 """
 
 from __future__ import annotations
@@ -70,7 +74,18 @@ from reranker.hardware import DeviceUsage, compute_dtype, cpu_threads, disable_c
 from reranker.models import Classifier, check_length, load_classifier, pick_device, resolve_source
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
-from reranker.shards import GatherError, gather_parts, parse_part, part_range, plan_digest, plan_shards, prepare_shards, shard_dir
+from reranker.shards import (
+    GatherError,
+    gather_parts,
+    parse_part,
+    part_range,
+    plan_digest,
+    plan_shards,
+    prepare_shards,
+    seal_shard,
+    shard_dir,
+    shards_to_score,
+)
 
 KINDS = tuple(SCORE_KINDS)  # cosine: bi-encoders only
 DEFAULT_SHARD_SIZE = 20_000
@@ -272,11 +287,12 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
     directory = shard_dir(out)
     prepare_shards(directory, plan_digest(pairs, [*scorer.score_context, list(part)], shard_size))
     shard_files = {i: directory / f"shard-{i:05d}.tsv" for i in shards}
-    first_missing = next((i for i in shards if not shard_files[i].exists()), shards.stop)
+    todo_shards, rejected = shards_to_score(shard_files)
+    rejected_before = cache.rejected if cache is not None else 0
     part_pairs = bounds[shards.stop - 1][1] - bounds[shards.start][0] if shards else 0
-    done = bounds[first_missing][0] - bounds[shards.start][0] if first_missing < shards.stop else part_pairs
-    counts = {"pairs": part_pairs, "shards": len(shards), "shards_resumed": first_missing - shards.start,
-              "cache_hits": 0, "scored": 0, "model_seconds": 0.0}
+    done = part_pairs - sum(bounds[i][1] - bounds[i][0] for i in todo_shards)
+    counts = {"pairs": part_pairs, "shards": len(shards), "shards_resumed": len(shards) - len(todo_shards),
+              "shards_rejected": rejected, "cache_hits": 0, "cache_rejected": 0, "scored": 0, "model_seconds": 0.0}
     if part != (1, 1):
         counts.update(part=f"{part[0]}/{part[1]}", plan_shards=len(bounds), plan_pairs=len(pairs),
                       first_shard=shards.start)
@@ -302,11 +318,12 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
             tokens.set_result(None)  # tokenised inside `logits`, as the model needs them
         return _ShardWork(keys, known, todo, queries, texts, tokens)
 
-    upcoming = start(first_missing) if first_missing < shards.stop else None
+    upcoming = start(todo_shards[0]) if todo_shards else None
     try:
-        for index in range(first_missing, shards.stop):
+        for n, index in enumerate(todo_shards):
             shard = pairs[bounds[index][0]:bounds[index][1]]
-            work, upcoming = upcoming, start(index + 1) if worker is not None and index + 1 < shards.stop else None
+            after = todo_shards[n + 1] if n + 1 < len(todo_shards) else None
+            work, upcoming = upcoming, start(after) if worker is not None and after is not None else None
             keys, known, todo = work.keys, work.known, work.todo
             counts["cache_hits"] += sum(key in known for key in keys)
             progress.update(len(shard) - len(todo))
@@ -321,13 +338,15 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
             scores = scorer.read(np.stack([known[key] for key in keys])) if keys else np.empty(0, dtype=np.float32)
             write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
                               shard_files[index])
-            if worker is None and index + 1 < shards.stop:  # looked up after this shard's scores are cached
-                upcoming = start(index + 1)
+            seal_shard(shard_files[index])
+            if worker is None and after is not None:  # looked up after this shard's scores are cached
+                upcoming = start(after)
     finally:
         if worker is not None:
             worker.shutdown(wait=True, cancel_futures=True)
     progress.close()
-    join_unit_scores([shard_files[i] for i in shards], out)
+    counts["output"] = join_unit_scores([shard_files[i] for i in shards], out)  # the sidecar's sha256, for readers
+    counts["cache_rejected"] = cache.rejected - rejected_before if cache is not None else 0
     shutil.rmtree(directory)
     return counts
 

@@ -40,6 +40,7 @@ from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.runs import read_run, top_k_docs
 from reranker.formats.segments import SentenceSplitter, Unit, count_tokens, passage_units, sentence_units, title_and_body, write_segments
+from reranker.formats.sidecar import describe
 from reranker.formats.text import file_sha256, meta_path
 from reranker.formats.topics import read_topics_tsv
 
@@ -147,6 +148,7 @@ def segment(docs_path: str | os.PathLike, run_path: str | os.PathLike, topics_pa
         units.extend(units_of(doc_id, *title_and_body(*docs[doc_id])))
     meta["units"] = len(units)
     write_segments(units, out)
+    meta["output"] = describe(out)  # what score checks before it trusts the file
     write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta
 

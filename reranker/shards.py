@@ -1,10 +1,16 @@
 """Scoring cut into shards and parts: the plan, the shard folder, and the gather of parts.
 
 A shard is a block of whole queries (about `shard_size` pairs), written to `<out>.shards/` when it is
-scored, so that a killed run resumes at the first missing shard; the folder's `plan.json` names the
-inputs its shards belong to. A part (`--part I/N`) is the I-th of N contiguous blocks of shards, so
-that one collection spreads over N jobs (a cluster's nodes); `gather_parts` joins their files in
-part order, and the result equals an unsharded run's byte for byte.
+scored, so that a killed run resumes at the shards still missing; the folder's `plan.json` names the
+inputs its shards belong to. Each shard's sha256 is written beside it (`shard-00000.tsv.sha256`) once
+the shard is whole, and checked when a run resumes: a shard that no longer matches, or has no
+checksum (killed between the two, or written by an older version), is scored again, not trusted, and
+the event said on stderr and counted (score's meta: `shards_rejected`). Shards are a cache of work
+done, so recomputing them is the cure; it costs time, never a wrong score.
+
+A part (`--part I/N`) is the I-th of N contiguous blocks of shards, so that one collection spreads
+over N jobs (a cluster's nodes); `gather_parts` joins their files in part order, and the result
+equals an unsharded run's byte for byte. Each part is checked against its sidecar first.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from typing import Any, Protocol
 
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.errors import InputError
-from reranker.formats.text import meta_path
+from reranker.formats.sidecar import check_sidecar
+from reranker.formats.text import file_sha256, meta_path
 from reranker.formats.unit_scores import join_unit_scores
 from reranker.hardware import combine_usage
 
@@ -63,6 +70,33 @@ def prepare_shards(directory: Path, plan: str) -> None:
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     write_text(plan_file, json.dumps({"plan": plan}) + "\n")
+
+
+def seal_shard(shard: Path) -> None:
+    """Record a written shard's sha256 beside it: the mark that it is whole."""
+    write_text(shard.with_name(shard.name + ".sha256"), file_sha256(shard) + "\n")
+
+
+def shards_to_score(files: dict[int, Path]) -> tuple[list[int], int]:
+    """The shards (indices, in order) a resumed run must score, and how many of them were on disk but rejected.
+
+    A shard is reused only when its checksum file holds its sha256."""
+    todo, rejected = [], 0
+    for index, shard in files.items():
+        seal = shard.with_name(shard.name + ".sha256")
+        if not shard.exists():
+            todo.append(index)
+            continue
+        if not seal.exists():
+            why = "has no checksum (written by an older version, or killed before its checksum)"
+        elif seal.read_text().strip() != file_sha256(shard):
+            why = "does not match its checksum (changed after it was written)"
+        else:
+            continue
+        print(f"score: {shard} {why}: scoring it again", file=sys.stderr)
+        todo.append(index)
+        rejected += 1
+    return todo, rejected
 
 
 def plan_shards(pairs: Sequence[Pair], shard_size: int) -> list[tuple[int, int]]:
@@ -117,7 +151,7 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     for path in parts:
         if not Path(path).exists() or not meta_path(path).exists():
             raise GatherError(f"gather: part {path} (or its .meta.json) does not exist; score it first")
-        metas.append(json.loads(meta_path(path).read_text()))
+        metas.append(check_sidecar(path))
     if not metas:
         raise GatherError("gather: no parts given")
     count = len(metas)
@@ -135,11 +169,13 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
         if len(values) > 1:
             raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
     ordered = [order[i] for i in range(1, count + 1)]
-    join_unit_scores([path for path, _ in ordered], out)
+    output = join_unit_scores([path for path, _ in ordered], out)
     first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}
-    summed = {key: sum(meta[key] for _, meta in ordered)
-              for key in ("pairs", "shards", "shards_resumed", "cache_hits", "scored", "model_seconds", "seconds")}
-    meta = {**first, **summed, "parts": [str(path) for path, _ in ordered], "seconds": round(summed["seconds"], 3),
+    summed = {key: sum(meta.get(key, 0) for _, meta in ordered)  # an older part has no *_rejected
+              for key in ("pairs", "shards", "shards_resumed", "shards_rejected", "cache_hits", "cache_rejected",
+                          "scored", "model_seconds", "seconds")}
+    meta = {**first, **summed, "output": output, "parts": [str(path) for path, _ in ordered],
+            "seconds": round(summed["seconds"], 3),
             "device_usage": combine_usage([meta.get("device_usage") for _, meta in ordered])}
     meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
     meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None

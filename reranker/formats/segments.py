@@ -14,6 +14,7 @@ from typing import Any
 from reranker.formats.atomic import write_lines
 from reranker.formats.docs import strip_markup
 from reranker.formats.errors import FormatError
+from reranker.formats.sidecar import check_sidecar
 from reranker.formats.text import iter_jsonl
 
 Segments = dict[str, list[tuple[int, str]]]  # doc_id -> [(unit, text), ...] in file order
@@ -139,10 +140,12 @@ def write_segments(units: Iterable[Unit], path: str | os.PathLike) -> None:
 
 
 def read_segments(path: str | os.PathLike) -> Segments:
-    """Read segment JSONL into {doc_id: [(unit, text), ...]} in file order."""
+    """Read segment JSONL into {doc_id: [(unit, text), ...]} in file order; one that does not match its
+    `.meta.json` (cut short, changed since segment wrote it) is refused (formats.sidecar)."""
     segments: Segments = {}
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such segments file (made by `python -m reranker segment`)")
+    check_sidecar(path)
     for line_no, record in iter_jsonl(path):
         try:
             doc_id, unit, text = str(record["doc_id"]), int(record["unit"]), record["text"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
+from reranker.formats.sidecar import Tally, check_sidecar
 from reranker.formats.text import text_lines
 
 UnitScores = dict[str, dict[str, list[float]]]  # qid -> doc_id -> unit scores in document order
@@ -24,20 +25,27 @@ def write_unit_scores(rows: Iterable[tuple[str, str, int | str, float]], path: s
         f.writelines(f"{qid}\t{doc_id}\t{unit}\t{score:.9g}\n" for qid, doc_id, unit, score in rows)
 
 
-def join_unit_scores(parts: Sequence[str | os.PathLike], path: str | os.PathLike) -> None:
-    """Concatenate unit-score files (shards) into one, byte for byte."""
+def join_unit_scores(parts: Sequence[str | os.PathLike], path: str | os.PathLike) -> dict[str, Any]:
+    """Concatenate unit-score files (shards) into one, byte for byte; return its `{sha256, bytes, lines}`
+    for the sidecar, hashed as it is copied (the file is not read again)."""
+    tally = Tally()
     with atomic_write(path, binary=True) as f:
         for part in parts:
             with open(part, "rb") as source:
-                shutil.copyfileobj(source, f)
+                for block in iter(lambda: source.read(1 << 20), b""):
+                    tally.update(block)
+                    f.write(block)
+    return tally.record()
 
 
 def read_unit_scores(path: str | os.PathLike) -> UnitScores:
     """Read unit scores; a header line starting `qid` is skipped.
 
     `unit` is the unit's position in its document, possibly with a prefix (`3`, `s3`, `d7_3`): its
-    trailing integer orders the units, so FirstP takes the lowest.
+    trailing integer orders the units, so FirstP takes the lowest. A file that does not match its
+    `.meta.json` (cut short, changed since score wrote it) is refused (formats.sidecar).
     """
+    check_sidecar(path)
     positioned: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for line_no, line in text_lines(path):
         if not line.strip():

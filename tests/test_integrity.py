@@ -1,0 +1,206 @@
+"""Nothing cached or resumed is served unchecked (issue 59): score-cache rows and resumed shards carry
+checksums and are scored again when they fail; files are checked against their `.meta.json` by the
+stage that reads them. Real SQLite and files; the tiny real model on the bad-input corpus (a dozen pairs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reranker import fuse, shards
+from reranker import score as sc
+from reranker import segment as seg
+from reranker.formats.errors import InputError
+from reranker.formats.runs import read_run
+from reranker.formats.score_cache import ScoreCache
+from reranker.formats.segments import read_segments
+from reranker.formats.sidecar import describe
+from reranker.formats.text import meta_path
+from reranker.formats.topics import read_topics_tsv
+from reranker.formats.unit_scores import read_unit_scores, write_unit_scores
+from reranker.models import load_classifier
+
+CORPUS = Path(__file__).parent / "bad_inputs" / "files"
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    return Path(shutil.copytree(CORPUS, tmp_path / "corpus"))
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_model_dir) -> sc.Scorer:
+    return sc.Scorer(load_classifier(str(tiny_model_dir)), batch_size=4, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def pairs() -> list[sc.UnitPair]:
+    return sc.make_pairs(read_run(CORPUS / "run.txt"), read_topics_tsv(CORPUS / "topics.tsv"),
+                         read_segments(CORPUS / "segments.jsonl"), 2)
+
+
+def flip(blob: bytes, at: int = 3) -> bytes:
+    """One byte changed: at 3, a little-endian float32's sign and high exponent bits."""
+    changed = bytearray(blob)
+    changed[at] ^= 0x3C
+    return bytes(changed)
+
+
+# ---------------------------------------------------------------- the score cache
+
+@pytest.mark.parametrize("damage", ["flipped byte", "stored as a float"])
+def test_a_cache_row_changed_in_place_is_scored_again_not_served(tmp_path, capsys, damage):
+    values = np.array([-0.0201, 1.5], dtype=np.float32)
+    key, other = ScoreCache.key(["m"], "q", "t"), ScoreCache.key(["m"], "q", "u")
+    cache = ScoreCache(tmp_path)
+    cache.put([(key, values), (other, values + 1)])
+    cache.close()
+    with sqlite3.connect(tmp_path / "scores.sqlite") as db:
+        blob = db.execute("SELECT logits FROM logits WHERE key = ?", (key,)).fetchone()[0]
+        db.execute("UPDATE logits SET logits = ? WHERE key = ?", (flip(blob) if damage == "flipped byte" else -0.0201, key))
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"  # SQLite sees nothing wrong
+
+    cache = ScoreCache(tmp_path)
+    found = cache.get([key, other])
+    assert list(found) == [other] and cache.rejected == 1
+    assert "1 rows of" in capsys.readouterr().err
+    cache.put([(key, values), (other, values + 7)])  # the rejected row is replaced; a good one keeps its value
+    found = cache.get([key, other])
+    assert np.array_equal(found[key], values) and np.array_equal(found[other], values + 1) and cache.rejected == 1
+    cache.close()
+
+
+def test_an_older_cache_without_checksums_is_migrated_by_scoring_again(tmp_path, capsys):
+    """The decision for caches of the older schema: their rows cannot be checked, so each is scored again
+    when asked for (and then stored with its checksum); the older version still reads and writes the table."""
+    values = np.array([0.5, -0.25], dtype=np.float32)
+    key, other = ScoreCache.key(["m"], "q", "t"), ScoreCache.key(["m"], "q", "u")
+    path = tmp_path / "scores.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE logits (key BLOB PRIMARY KEY, logits BLOB NOT NULL) WITHOUT ROWID")
+        db.execute("INSERT INTO logits VALUES (?, ?)", (key, values.tobytes()))
+    cache = ScoreCache(tmp_path)
+    assert cache.get([key]) == {} and cache.rejected == 1
+    assert "have no checksum (written by an older version): scoring them again" in capsys.readouterr().err
+    cache.put([(key, values)])
+    assert np.array_equal(cache.get([key])[key], values)
+    with sqlite3.connect(path) as db:  # what the older version does to the migrated table
+        db.execute("INSERT OR IGNORE INTO logits (key, logits) VALUES (?, ?)", (other, values.tobytes()))
+        assert db.execute("SELECT logits FROM logits WHERE key = ?", (key,)).fetchone()[0] == values.tobytes()
+    assert cache.get([other]) == {} and cache.rejected == 2
+    cache.close()
+
+
+def test_scores_from_a_damaged_cache_are_those_of_a_sound_one(scorer, pairs, tmp_path):
+    cache = ScoreCache(tmp_path / "cache")
+    first = sc.score_pairs_sharded(scorer, pairs, tmp_path / "first.tsv", cache=cache, shard_size=4)
+    assert first["cache_rejected"] == 0 and first["scored"] == len({(p.query, p.text) for p in pairs}) > 6
+    with sqlite3.connect(cache.path) as db:
+        key, blob = db.execute("SELECT key, logits FROM logits ORDER BY key LIMIT 1").fetchone()
+        at = 4 * scorer.classifier.relevant_index + 3  # in the logit the score reads
+        db.execute("UPDATE logits SET logits = ? WHERE key = ?", (flip(blob, at), key))
+    stored, served = (scorer.read(np.frombuffer(b, dtype=np.float32)[None].copy())[0] for b in (blob, flip(blob, at)))
+    assert abs(stored - served) > 1e-3  # what serving the damaged row would have changed
+    again = sc.score_pairs_sharded(scorer, pairs, tmp_path / "again.tsv", cache=cache, shard_size=4)
+    assert again["cache_rejected"] == 1 and again["scored"] == 1 and again["cache_hits"] == len(pairs) - 1
+    before, after = (read_unit_scores(tmp_path / name) for name in ("first.tsv", "again.tsv"))
+    flat = [(v, w) for q in before for d in before[q] for v, w in zip(before[q][d], after[q][d])]
+    assert max(abs(v - w) for v, w in flat) < 1e-5  # recomputed (in a batch of its own), not served
+    cache.close()
+
+
+# ---------------------------------------------------------------- resumed shards
+
+def test_resume_reuses_only_shards_that_match_their_checksum(tmp_path, capsys):
+    files = {i: tmp_path / f"shard-{i:05d}.tsv" for i in range(4)}
+    for i in range(3):
+        write_unit_scores([(str(i), "d1", 0, 0.5), (str(i), "d2", 0, -1.25)], files[i])
+        shards.seal_shard(files[i])
+    assert shards.shards_to_score(files) == ([3], 0)
+    files[1].write_text(files[1].read_text().replace("0.5", "0.9"))  # same length, one value edited
+    files[2].with_name(files[2].name + ".sha256").unlink()  # killed before its checksum, or an older version's
+    assert shards.shards_to_score(files) == ([1, 2, 3], 2)
+    err = capsys.readouterr().err
+    assert "shard-00001.tsv does not match its checksum" in err and "shard-00002.tsv has no checksum" in err
+
+
+def test_a_shard_edited_before_the_resume_is_scored_again(scorer, pairs, tmp_path):
+    whole = tmp_path / "whole.tsv"
+    sc.score_pairs_sharded(scorer, pairs, whole, shard_size=4)
+    n_shards = len(shards.plan_shards(pairs, 4))
+    assert n_shards >= 2
+    out = tmp_path / "resumed.tsv"
+    out.mkdir()  # the join fails once every shard is written: a run killed at its end
+    (out / "x").touch()
+    with pytest.raises(OSError):
+        sc.score_pairs_sharded(scorer, pairs, out, shard_size=4)
+    shutil.rmtree(out)
+    Path(str(out) + ".tmp").unlink(missing_ok=True)
+    first = shards.shard_dir(out) / "shard-00000.tsv"
+    lines = first.read_text().splitlines(keepends=True)
+    fields = lines[0].split("\t")
+    lines[0] = "\t".join([*fields[:3], "99\n"])  # an edited value, as in the issue
+    first.write_text("".join(lines))
+
+    counts = sc.score_pairs_sharded(scorer, pairs, out, shard_size=4)
+    assert counts["shards_rejected"] == 1 and counts["shards_resumed"] == n_shards - 1
+    assert out.read_bytes() == whole.read_bytes()
+    assert counts["output"] == describe(out)
+
+
+# ---------------------------------------------------------------- files against their sidecars
+
+def test_fuse_refuses_a_score_file_shorter_than_its_meta(corpus, tiny_model_dir, capsys):
+    scores = corpus / "scored.tsv"
+    meta = sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv",
+                        scores, candidates=2, batch_size=4, device="cpu")
+    assert meta["output"] == describe(scores) and meta["output"]["lines"] == meta["pairs"]
+    argv = ["aggregate", "--method", "maxp", "--run", str(corpus / "run.txt"), "--scores", str(scores),
+            "--out", str(corpus / "maxp.run")]
+    assert fuse.main(argv) == 0
+    (corpus / "maxp.run").unlink()
+    lines = scores.read_text().splitlines(keepends=True)
+    scores.write_text("".join(line for line in lines if not line.startswith("2\t")))  # query 2's scores gone
+    capsys.readouterr()
+    assert fuse.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fuse: error: ") and err.count("\n") == 0
+    assert str(scores) in err and str(meta_path(scores)) in err and "rerun the stage that wrote them" in err
+    assert not (corpus / "maxp.run").exists()
+
+
+def test_score_refuses_segments_changed_after_segment_wrote_them(corpus, tiny_model_dir):
+    segments = corpus / "made.jsonl"
+    meta = seg.segment(corpus / "docs.jsonl", corpus / "run.txt", corpus / "topics.tsv", segments, candidates=2,
+                       tokenizer=str(tiny_model_dir))
+    assert meta["output"] == describe(segments) and meta["output"]["lines"] == meta["units"]
+    read_segments(segments)
+    segments.write_text(segments.read_text().replace("Heat", "Cold"))
+    with pytest.raises(InputError, match=rf"{segments} does not match the sha256 {meta_path(segments)} records"):
+        sc.score_run(str(tiny_model_dir), segments, corpus / "run.txt", corpus / "topics.tsv", corpus / "out.tsv",
+                     candidates=2, device="cpu")
+    assert not (corpus / "out.tsv").exists()
+
+
+def test_gather_checks_each_part_and_records_the_whole(corpus, tiny_model_dir, capsys):
+    parts = [corpus / f"part{i}.tsv" for i in (1, 2)]
+    for i, part in enumerate(parts, start=1):
+        sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", part,
+                     candidates=2, batch_size=4, device="cpu", shard_size=3, part=(i, 2))
+    out = corpus / "gathered.tsv"
+    assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 0
+    meta = json.loads(meta_path(out).read_text())
+    assert meta["output"] == describe(out) and meta["shards_rejected"] == meta["cache_rejected"] == 0
+    read_unit_scores(out)
+    text = parts[1].read_text()
+    parts[1].write_text(text[:-2] + ("8" if text[-2] != "8" else "9") + "\n")  # one digit of the last score
+    out.unlink()
+    meta_path(out).unlink()
+    assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 2
+    assert f"gather: {parts[1]} does not match the sha256 {meta_path(parts[1])} records" in capsys.readouterr().err
+    assert not out.exists() and not meta_path(out).exists()
