@@ -6,6 +6,7 @@ Each stage module has a `main(argv)`; `python -m reranker <stage> --help` lists 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 STAGES = {
@@ -40,7 +41,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
         return 2
     # each stage's main reports an input error as one line and exit 2 (formats.errors.exits_on_input_error)
-    return int(importlib.import_module(f"reranker.{stage}").main(rest) or 0)
+    try:
+        code = int(importlib.import_module(f"reranker.{stage}").main(rest) or 0)
+        sys.stdout.flush()  # a reader gone early (`| head -1`) shows here, not in the flush at exit
+    except BrokenPipeError:
+        # Python's recipe (the signal module's notes on SIGPIPE): what is left for stdout goes to devnull, so that
+        # the flush at exit fails no more, and the exit is quiet, with 1 as Python's own EPIPE exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return code
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 `AP@1000` is trec_eval's `-M1000 map`; P@20, nDCG@20, RR@10 and R@k are ir_measures' usual ones;
 names registered in reranker.measures (RadboudNDCG@20, the Radboud thesis' own nDCG@20) resolve to
 their ir_measures expressions.
-As in trec_eval without `-c`, only queries that are both in the run and in the qrels are evaluated.
+As in trec_eval without `-c`, only queries that are both in the run and in the qrels are evaluated; how many
+of the run's queries that is, and which were left out, goes to stderr and the output JSON (`coverage`). No
+query in common is an error, and so is a query id written two ways (`001` and `1`: reranker.formats.ids).
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from collections.abc import Sequence
 
 import ir_measures
 
 from reranker import measures
 from reranker.cli import add_config, add_files
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.evaluations import Evaluation, write_evaluation
-from reranker.formats.ids import qid_order
+from reranker.formats.ids import qid_order, refuse_near_misses
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
 
@@ -36,8 +39,33 @@ def parse_measures(names: Sequence[str]) -> list:
     return parsed
 
 
-def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
-    """Aggregate and per-query values of `measures` for `run` against `qrels`."""
+def coverage(run: Run, qrels: Qrels, run_name: str = "the run", qrels_name: str = "the qrels") -> dict:
+    """How many of the run's queries are judged, which are not (left out) and which judged ones the run lacks;
+    an error when none is judged, or when ids match only written alike."""
+    refuse_near_misses(run, qrels.keys(), run_name, qrels_name)
+    judged = sum(qid in qrels for qid in run)
+    if not judged:
+        raise FormatError(run_name, None, f"none of its {len(run)} queries is judged in {qrels_name} (run: "
+                                          f"{', '.join(qid_order(run)[:3])}; qrels: {', '.join(qid_order(qrels)[:3])}): "
+                                          "nothing to evaluate; are they for the same collection?")
+    return {"run_queries": len(run), "judged": judged, "left_out": qid_order(run.keys() - qrels.keys()),
+            "not_in_run": qid_order(qrels.keys() - run.keys())}
+
+
+def describe_coverage(covered: dict, qrels_name: str = "the qrels") -> str:
+    """One line: the run's queries evaluated, left out and missing."""
+    left, missing = covered["left_out"], covered["not_in_run"]
+    line = f"{covered['judged']} of the run's {covered['run_queries']} queries judged and evaluated"
+    line += f"; {len(left)} left out, no judgments in {qrels_name} (e.g. {', '.join(left[:5])})" if left else "; none left out"
+    if missing:
+        line += f"; {len(missing)} judged queries are not in the run (e.g. {', '.join(missing[:5])}), not evaluated"
+    return line
+
+
+def evaluate(run: Run, qrels: Qrels, measures: Sequence[str], run_name: str = "the run",
+             qrels_name: str = "the qrels") -> Evaluation:
+    """Aggregate and per-query values of `measures` for `run` against `qrels`; the names are for errors."""
+    covered = coverage(run, qrels, run_name, qrels_name)
     names = list(dict.fromkeys(measures))
     parsed = parse_measures(names)
     by_measure = {str(m): name for m, name in zip(parsed, names)}
@@ -57,7 +85,7 @@ def evaluate(run: Run, qrels: Qrels, measures: Sequence[str]) -> Evaluation:
     per_query = {name: {qid: values[qid] for qid in qid_order(values)} for name, values in per_query.items()}
     queries = len(next(iter(per_query.values()))) if per_query else 0
     aggregate = {name: (sum(values.values()) / len(values) if values else math.nan) for name, values in per_query.items()}
-    return Evaluation(names, aggregate, per_query, queries)
+    return Evaluation(names, aggregate, per_query, queries, coverage=covered)
 
 
 def agreement(run: Run, reference: Run, depth: int | None = None) -> dict:
@@ -105,7 +133,7 @@ def main_agreement(argv: list[str]) -> int:
 
 def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
                    measures: Sequence[str]) -> Evaluation:
-    result = evaluate(read_run(run_path), read_qrels(qrels_path), measures)
+    result = evaluate(read_run(run_path), read_qrels(qrels_path), measures, str(run_path), str(qrels_path))
     result.source = {"run": str(run_path), "qrels": str(qrels_path)}
     return result
 
@@ -128,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
     names = args.measures or stage_settings.measures(load_config(args.config), args.collection)
     result = evaluate_files(args.run, args.qrels, names)
+    print(f"{args.run}: {describe_coverage(result.coverage, args.qrels)}", file=sys.stderr)
     if args.out:
         write_evaluation(result, args.out)
     width = max(map(len, result.measures))

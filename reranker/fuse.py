@@ -49,7 +49,7 @@ from reranker.flags import checked
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import fold_queries, read_folds
-from reranker.formats.ids import qid_order
+from reranker.formats.ids import qid_order, refuse_near_misses
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs, write_run
 from reranker.formats.unit_scores import UnitScores, read_unit_scores
@@ -383,6 +383,7 @@ def run_birch(args: argparse.Namespace) -> int:
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
+    refuse_near_misses(run, qrels.keys(), args.run, args.qrels)
     in_folds = fold_queries(folds)
     unjudged = [qid for qid in run if qid not in in_folds and qid not in qrels]  # judged ones: refused below
     if unjudged:

@@ -93,6 +93,19 @@ def write_meta(directory: str | os.PathLike, meta: dict) -> None:
     Path(directory, META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
+OFFLINE_FIX = "Offline? Point HF_HOME at a cache that holds it (HF_HUB_OFFLINE=1), or give a local directory."
+
+
+def load_tokenizer(model: str) -> Any:
+    """A checkpoint's tokenizer alone (the segment stage's token budget); one that cannot be read is a CheckpointError."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(resolve_source(model))
+    except OSError as err:
+        raise CheckpointError(f"cannot load the tokenizer of {model!r}: {err}\n{OFFLINE_FIX}") from err
+
+
 def resolve_source(model: str) -> str:
     """A local directory as it is; otherwise a hub id (served from HF_HOME when offline)."""
     path = Path(model)
@@ -345,10 +358,7 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
         torch.manual_seed(seed)
         net = loader.load(source, meta, overrides)
     except OSError as err:
-        raise CheckpointError(
-            f"cannot load checkpoint {model!r}: {err}\n"
-            "Offline? Point HF_HOME at a cache that holds it (HF_HUB_OFFLINE=1), or give a local directory."
-        ) from err
+        raise CheckpointError(f"cannot load checkpoint {model!r}: {err}\n{OFFLINE_FIX}") from err
     if fresh_head and loader.sized:
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():

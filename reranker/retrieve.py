@@ -33,6 +33,7 @@ from reranker.registry import FIRST_STAGES
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 50  # queries per batch_search call: the progress bar's step
+LUCENE_CLAUSES = 1024  # Lucene's default limit on a query's clauses (IndexSearcher.getMaxClauseCount)
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,37 @@ def configure(searcher, params: RetrievalParams) -> None:
         searcher.unset_rm3()
 
 
+def fit_clause_limit(searcher, topics: Mapping[str, str], params: RetrievalParams) -> int:
+    """Raise Lucene's clause limit to the longest query's, with a warning naming the queries beyond the default, and
+    return it. A BM25 query has one clause per distinct analysed term (Anserini's bag of words), and RM3's expanded
+    one up to `fb_terms` more; past the limit Lucene refuses the whole query (a traceback from the batch). The
+    limit only refuses, so raising it changes no ranking: these queries are searched whole, the others as ever."""
+    extra = params.fb_terms if FIRST_STAGES[params.model].rm3 else 0
+    from jnius import autoclass
+
+    lucene = autoclass("org.apache.lucene.search.IndexSearcher")
+    terms = {}
+    for qid, text in topics.items():
+        if len(text) + extra > LUCENE_CLAUSES:  # shorter text cannot hold more terms: most queries skip the analyser
+            analyse = autoclass("io.anserini.analysis.AnalyzerUtils").analyze
+            terms[qid] = len(set(analyse(searcher.object.analyzer, text).toArray())) + extra
+    long = qid_order(qid for qid, count in terms.items() if count > LUCENE_CLAUSES)
+    if long:
+        log.warning("%d queries need more clauses than Lucene's default limit of %d (queries %s; up to %d clauses): "
+                    "the limit is raised and they are searched with all their terms", len(long), LUCENE_CLAUSES,
+                    " ".join(long), max(terms.values()))
+    needed = max([*terms.values(), 0])
+    if needed > lucene.getMaxClauseCount():
+        lucene.setMaxClauseCount(needed)
+    return lucene.getMaxClauseCount()
+
+
 def search(searcher, topics: Mapping[str, str], params: RetrievalParams, depth: int = 1000, threads: int = 2,
            progress: tqdm | None = None) -> Run:
-    """Search every topic with `params`. Empty topics get no results (with a warning)."""
+    """Search every topic with `params`. Empty topics get no results (with a warning); a query with more terms than
+    Lucene's clause limit is searched whole, with a warning (`fit_clause_limit`)."""
     configure(searcher, params)
+    fit_clause_limit(searcher, topics, params)
     run: Run = {}
     empty = [qid for qid, text in topics.items() if not text.strip()]
     if empty:

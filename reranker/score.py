@@ -62,6 +62,7 @@ from reranker.flags import overlay
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.folds import fold_test_queries
+from reranker.formats.ids import refuse_near_misses
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import Run, read_run, top_k_docs
 from reranker.formats.score_cache import ScoreCache
@@ -370,6 +371,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
     run = read_run(run_path)
     if qrels_path is not None:
         judged = read_qrels(qrels_path).keys()
+        refuse_near_misses(run, judged, run_path, qrels_path)
         run = {qid: docs for qid, docs in run.items() if qid in judged}
     if queries is not None:
         run = {qid: docs for qid, docs in run.items() if qid in queries}

@@ -89,11 +89,9 @@ UnitsOf = Callable[[str, str, str], list[Unit]]  # (doc_id, title, body) -> the 
 
 
 def _sentences(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
-    from transformers import AutoTokenizer
+    from reranker.models import load_tokenizer
 
-    from reranker.models import resolve_source
-
-    tok = AutoTokenizer.from_pretrained(resolve_source(cut.tokenizer))
+    tok = load_tokenizer(cut.tokenizer)
     budget = token_budget(tok, (cut.topics[qid] for qid in cut.qids), cut.max_length)
     splitter = SentenceSplitter()
     meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},

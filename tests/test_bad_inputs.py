@@ -7,6 +7,7 @@ Python user would (the command line adds nothing to it); one runs as a real subp
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import os
 import re
@@ -45,6 +46,11 @@ def _prepare(case: dict, folder: Path) -> list[str]:
     if case.get("checkpoint") == "partial":  # a config without weights or tokenizer: a copy cut short
         (folder / "ckpt").mkdir()
         (folder / "ckpt" / "config.json").write_text('{"model_type": "bert", "architectures": ["BertModel"]}\n')
+    if case.get("cut_gzip"):  # NAME.gz: the gzip of NAME without its last bytes, as a copy cut short leaves it
+        data = gzip.compress((folder / case["cut_gzip"]).read_bytes(), mtime=0)
+        (folder / (case["cut_gzip"] + ".gz")).write_bytes(data[:-12])
+    if case.get("full_disk"):  # writes to <path>.tmp go to /dev/full, which answers ENOSPC, root or not
+        (folder / (case["full_disk"] + ".tmp")).symlink_to("/dev/full")
     if case.get("read_only"):
         (folder / case["read_only"]).mkdir()
         (folder / case["read_only"]).chmod(0o555)

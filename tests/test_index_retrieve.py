@@ -207,6 +207,21 @@ def test_empty_query_gets_no_results_and_a_warning(cranfield, caplog):
     assert "no text and get no results: 900" in caplog.text
 
 
+@pytest.mark.slow
+def test_a_query_beyond_lucenes_clause_limit_is_searched_whole_with_a_warning(tmp_path, caplog):
+    """Past 1,024 distinct terms Lucene refused the whole batch (a traceback); now the limit is raised for it."""
+    index.build_index(write_docs(tmp_path / "docs.jsonl", HAND_DOCS), tmp_path / "index", threads=1)
+    normal = {"1": "supersonic boundary layers", "2": "heat transfer"}
+    before = retrieve.retrieve(tmp_path / "index", normal, RetrievalParams(), depth=10)  # under Lucene's default limit
+    long = " ".join(f"zq{i}x" for i in range(1100)) + " heat transfer"  # terms no document has, and two it has
+    with caplog.at_level(logging.WARNING, logger="reranker.retrieve"):
+        run = retrieve.retrieve(tmp_path / "index", {**normal, "9": long}, RetrievalParams(), depth=10)
+        expanded = retrieve.retrieve(tmp_path / "index", {"9": long}, RetrievalParams("bm25_rm3"), depth=10)
+    assert "1 queries need more clauses than Lucene's default limit of 1024 (queries 9; up to 1102 clauses)" in caplog.text
+    assert {q: run[q] for q in normal} == before  # normal queries: the same run
+    assert run["9"] == before["2"] and set(expanded["9"]) == set(before["2"])  # the unmatched terms add nothing
+
+
 def test_params_reject_unknown_models_and_keys():
     with pytest.raises(ValueError, match="unknown retrieval model 'ql'"):
         RetrievalParams("ql")

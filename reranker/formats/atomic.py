@@ -7,6 +7,7 @@ a second process out of what one is building (`file_lock`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -32,8 +33,10 @@ def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
     try:
         with f:
             yield f
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT) and err.filename is None:
+            raise OSError(err.errno, err.strerror, str(path)) from err  # a failed write names no file: name it
         raise
     os.replace(tmp, path)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import html
 import json
 import os
@@ -12,6 +13,7 @@ from typing import NamedTuple
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError, InputError
+from reranker.formats.ids import check_id
 
 
 class Doc(NamedTuple):
@@ -52,6 +54,7 @@ def parse_doc(line: str | bytes, path: str | os.PathLike, line_no: int) -> Doc:
     doc_id, title = record["id"], record.get("title") or ""
     if not doc_id or doc_id != "".join(doc_id.split()):
         raise FormatError(path, line_no, f"document id {doc_id!r} is empty or holds whitespace (TREC runs cannot hold it)")
+    check_id(doc_id, path, line_no, "document id")
     if not isinstance(title, str):
         raise FormatError(path, line_no, "title must be a string")
     return Doc(doc_id, title, record["text"])
@@ -66,6 +69,8 @@ def iter_docs(path: str | os.PathLike, progress: Callable[[int], object] | None 
         for line_no, line in enumerate(f, start=1):
             if progress is not None:
                 progress(len(line))
+            if line_no == 1:  # a byte-order mark at the start is no part of the first record (formats.ids)
+                line = line.removeprefix(codecs.BOM_UTF8)
             if line.strip():
                 yield line_no, parse_doc(line, path, line_no)
 

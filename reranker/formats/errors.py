@@ -6,12 +6,16 @@ with no traceback. Anything else that escapes a stage is a bug and keeps its tra
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 
 USAGE_ERROR = 2  # argparse's exit code: the same for a bad flag and a bad file
+FULL = (errno.ENOSPC, errno.EDQUOT)
+FULL_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))  # "No space left on device", "Disk quota exceeded"
 
 
 class InputError(ValueError):
@@ -31,9 +35,15 @@ class FormatError(InputError):
 def input_error_line(err: BaseException) -> str | None:
     """The one line to print for an input error, or None when `err` is a bug.
 
-    Missing, unreadable or unwritable paths count as input: the OS error names the path."""
+    Missing, unreadable or unwritable paths count as input: the OS error names the path. So does a full disk
+    (or quota), wherever in the chain of causes it is: stages build each output beside it (`<path>.tmp`,
+    formats.atomic) and rename it into place, so nothing partial stands at an output path."""
     if isinstance(err, InputError):
         return str(err)
+    full = disk_full(err)
+    if full is not None:
+        where = f"{full.filename}: " if getattr(full, "filename", None) else ""
+        return f"{where}the disk is full: free space and rerun; nothing partial was kept"
     if isinstance(err, (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)):
         if err.filename is None:  # raised by hand with the path already in the message
             return str(err)
@@ -43,6 +53,21 @@ def input_error_line(err: BaseException) -> str | None:
         return f"{err.filename}: {err.strerror.lower()} ({fix[type(err)]})"
     if isinstance(err, UnicodeDecodeError):
         return f"not UTF-8 text ({err.reason} at byte {err.start}): re-encode the file as UTF-8"
+    return None
+
+
+def disk_full(err: BaseException | None) -> BaseException | None:
+    """The error in `err`'s chain of causes that says the disk (or the user's quota) is full, or None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in FULL:
+            return err
+        if isinstance(err, sqlite3.OperationalError) and "disk is full" in str(err):  # the score cache
+            return err
+        if any(words in str(err) for words in FULL_WORDS):  # safetensors, tokenizers: Rust's io::Error as text
+            return err
+        err = err.__cause__ or err.__context__
     return None
 
 

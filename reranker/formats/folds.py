@@ -12,7 +12,7 @@ from pathlib import Path
 from reranker.config import ConfigError
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError, InputError
-from reranker.formats.ids import qid_order
+from reranker.formats.ids import check_id, qid_order
 from reranker.formats.text import open_text
 
 Folds = dict[str, list[str]]  # fold name -> test qids
@@ -24,7 +24,7 @@ def fold_queries(folds: Mapping[str, Iterable[str]]) -> set[str]:
 
 
 def check_folds(folds: Mapping[str, list[str]], source: str | os.PathLike) -> None:
-    """At least two folds, none empty, no query in two."""
+    """At least two folds, none empty, no query in two, every id as formats.ids has them."""
     if len(folds) < 2:
         raise FormatError(source, None, f"cross-validation needs at least 2 folds, found {len(folds)}")
     owner: dict[str, str] = {}
@@ -32,13 +32,14 @@ def check_folds(folds: Mapping[str, list[str]], source: str | os.PathLike) -> No
         if not qids:
             raise FormatError(source, None, f"fold {name} has no test queries")
         for qid in qids:
+            check_id(qid, source, None, f"fold {name}: query id")
             if qid in owner:
                 raise FormatError(source, None, f"query {qid} is a test query of folds {owner[qid]} and {name}")
             owner[qid] = name
 
 
 def _read_json(path: Path):
-    with open_text(path) as f:
+    with open_text(path, encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped (formats.ids)
         try:
             return json.load(f)
         except json.JSONDecodeError as error:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
-from reranker.formats.ids import qid_key
+from reranker.formats.ids import check_id, qid_key
 from reranker.formats.text import fields_of_lines
 
 Qrels = dict[str, dict[str, int]]  # qid -> doc_id -> grade
@@ -27,6 +27,8 @@ def parse_qrels(numbered_fields: Iterable[tuple[int, list[str]]], path: str | os
         if len(fields) != 4:
             raise FormatError(path, line_no, f"a qrels line has 4 fields (qid iteration docid grade), found {len(fields)}")
         qid, _, doc_id, grade = fields
+        check_id(qid, path, line_no)
+        check_id(doc_id, path, line_no, "document id")
         try:
             value = int(grade)
         except ValueError:

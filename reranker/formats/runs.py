@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
-from reranker.formats.ids import qid_key, qid_order
+from reranker.formats.ids import check_id, qid_key, qid_order
 from reranker.formats.text import fields_of_lines
 
 Run = dict[str, dict[str, float]]  # qid -> doc_id -> score
@@ -30,6 +30,8 @@ def numbered_run_lines(path: str | os.PathLike) -> Iterator[tuple[int, RunLine]]
         if len(fields) != 6:
             raise FormatError(path, line_no, f"a run line has 6 fields (qid Q0 docid rank score tag), found {len(fields)}")
         qid, _, doc_id, rank, score, tag = fields
+        check_id(qid, path, line_no)
+        check_id(doc_id, path, line_no, "document id")
         try:
             line = RunLine(qid, doc_id, int(rank), float(score), tag)
         except ValueError:

@@ -14,6 +14,7 @@ from typing import Any
 from reranker.formats.atomic import write_lines
 from reranker.formats.docs import strip_markup
 from reranker.formats.errors import FormatError
+from reranker.formats.ids import check_id
 from reranker.formats.sidecar import check_sidecar
 from reranker.formats.text import iter_jsonl
 
@@ -153,5 +154,6 @@ def read_segments(path: str | os.PathLike) -> Segments:
                 raise TypeError("text is not a string")
         except (KeyError, TypeError, ValueError) as err:
             raise FormatError(path, line_no, f'a segments line is {{"doc_id", "unit", "text"}} ({err})') from None
+        check_id(doc_id, path, line_no, "document id")
         segments.setdefault(doc_id, []).append((unit, text))
     return segments

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -14,20 +15,39 @@ from typing import TextIO
 from reranker.formats.errors import FormatError
 
 
-def open_text(path: str | os.PathLike, errors: str = "replace") -> TextIO:
+class _Gzip(gzip.GzipFile):
+    """A gzip file whose cut or corrupt stream is a FormatError naming the file, not a bare EOFError."""
+
+    def _checked(self, read, size):
+        try:
+            return read(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise FormatError(self.name, None, f"not a complete gzip file ({err}): it was cut short or is not gzip; "
+                                               "copy or write it again") from None
+
+    def read(self, size=-1):
+        return self._checked(super().read, size)
+
+    def read1(self, size=-1):
+        return self._checked(super().read1, size)
+
+
+def open_text(path: str | os.PathLike, errors: str = "replace", encoding: str = "utf-8") -> TextIO:
     """Open a text file for reading, gunzipping `.gz` files. Source collections keep `replace`
-    (old SMART files hold stray bytes); the exchanged formats read strictly (`text_lines`)."""
+    (old SMART files hold stray bytes); the exchanged formats read strictly (`text_lines`) and with
+    `utf-8-sig`, which drops a byte-order mark at the start (reranker.formats.ids has the rule)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors=errors)
-    return open(path, encoding="utf-8", errors=errors)
+        return io.TextIOWrapper(_Gzip(path, "rb"), encoding=encoding, errors=errors)
+    return open(path, encoding=encoding, errors=errors)
 
 
 def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """(line number, line without its `\n` or `\r\n`) of a UTF-8 file; other bytes name the line."""
-    with open_text(path, errors="strict") as f:
+    """(line number, line without its `\n` or `\r\n`) of a UTF-8 file, a byte-order mark at its start dropped;
+    other bytes name the line."""
+    with open_text(path, errors="strict", encoding="utf-8-sig") as f:
         try:
             for line_no, line in enumerate(f, start=1):
                 yield line_no, line.rstrip("\r\n")
@@ -38,7 +58,7 @@ def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
 
 def _first_undecodable_line(path: str | os.PathLike) -> int | None:
     """The number of the first line that is not UTF-8 (the decoder reads ahead in blocks)."""
-    opener = gzip.open if Path(path).suffix == ".gz" else open
+    opener = _Gzip if Path(path).suffix == ".gz" else open
     with opener(path, "rb") as f:
         for line_no, raw in enumerate(f, start=1):
             try:
@@ -58,7 +78,7 @@ def fields_of_lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line of a JSONL file; bad JSON names file:line."""
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped (formats.ids)
         for line_no, line in enumerate(f, start=1):
             if not line.strip():
                 continue

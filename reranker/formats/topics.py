@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError, InputError
-from reranker.formats.ids import qid_key
+from reranker.formats.ids import check_id, qid_key
 from reranker.formats.text import open_text, text_lines
 
 
@@ -23,6 +23,7 @@ def read_topics_tsv(path: str | os.PathLike) -> dict[str, str]:
         qid = qid.strip()
         if not sep or not qid:
             raise FormatError(path, line_no, "a topics line is `qid<TAB>text`")
+        check_id(qid, path, line_no)
         if not text.strip():
             raise FormatError(path, line_no, f"query {qid} has no text: give it one or remove the line")
         if qid in topics:

@@ -11,6 +11,7 @@ from typing import Any
 
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
+from reranker.formats.ids import check_id
 from reranker.formats.sidecar import Tally, check_sidecar
 from reranker.formats.text import text_lines
 
@@ -56,6 +57,8 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
         if len(fields) != 4:
             raise FormatError(path, line_no, f"a unit score line is qid<TAB>doc_id<TAB>unit<TAB>score, found {len(fields)} fields")
         qid, doc_id, unit, score = (field.strip() for field in fields)
+        check_id(qid, path, line_no)
+        check_id(doc_id, path, line_no, "document id")
         position = _TRAILING_INT.search(unit)
         if position is None:
             raise FormatError(path, line_no, f"unit {unit!r} does not end in its position in the document")
