@@ -19,7 +19,6 @@ NSP pair constructions (`NSP_PAIRS`), label 1 = B follows A or belongs to A's do
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -28,7 +27,6 @@ from reranker.formats.errors import InputError
 NSP_PAIRS = ("random_sentence", "all_sentences", "title_half", "title_all")
 SPAN = 3  # tokens per masked run with consecutive masking
 IGNORE = -100  # labels of unmasked tokens (PyTorch's cross-entropy ignore_index)
-_WORD = re.compile(r"\w")
 
 
 def split_documents(doc_ids: Sequence[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
@@ -77,10 +75,11 @@ def mask_tokens(tokenizer: Any, texts: Sequence[str], max_length: int, probabili
 
 
 def sentences(text: str) -> list[str]:
-    import pysbd
+    """The segment stage's pysbd sentences (whitespace collapsed, punctuation-only pieces dropped), bounded
+    in time on a very long text."""
+    from reranker.formats.segments import SentenceSplitter
 
-    segmenter = pysbd.Segmenter(language="en", clean=False)
-    return [s.strip() for s in segmenter.segment(" ".join(text.split())) if _WORD.search(s)]
+    return SentenceSplitter().split(text)
 
 
 class SentencePair(NamedTuple):

@@ -3,7 +3,10 @@
 `sentences`: the title and the body of each document are split into sentences by pysbd 0.3.4, the
 rule-based splitter that scores best on its Golden Rules set. Whitespace is collapsed first, because
 pysbd treats every line break as a boundary (Cranfield's text is hard-wrapped), and pieces without
-a word character (Cranfield's stray " .") are dropped. A sentence too long
+a word character (Cranfield's stray " .") are dropped. pysbd is quadratic in a text's length: a
+title or body over 20,000 characters (none in the open collections) is split in windows of that size,
+stitched at pysbd's own boundaries (reranker/formats/long_text.py), so a 1M-word document takes
+minutes, not hours. A sentence too long
 to fit beside the longest query in the model's max length is cut into consecutive word windows,
 each within `max_length - longest query tokens - 3` tokens under the model's tokenizer (a query
 counts at most half of `max_length`; longer queries are truncated by the scorer instead), so the
@@ -94,7 +97,8 @@ def _sentences(cut: Cut, meta: dict[str, Any]) -> UnitsOf:
     tok = load_tokenizer(cut.tokenizer)
     budget = token_budget(tok, (cut.topics[qid] for qid in cut.qids), cut.max_length)
     splitter = SentenceSplitter()
-    meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language},
+    meta.update(splitter={"name": splitter.name, "version": splitter.version, "language": splitter.language,
+                          "window": splitter.bound},
                 tokenizer=cut.tokenizer, max_length=cut.max_length, token_budget=budget)
     return lambda doc_id, title, body: sentence_units(doc_id, title, body, splitter, tok, budget)
 

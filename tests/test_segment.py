@@ -77,7 +77,7 @@ def test_sentences_are_deterministic_sorted_and_described(inputs, tiny_model_dir
     assert len(units) > 3 * len(expected_docs)  # split into sentences, not kept whole
 
     meta = json.loads(meta_path(first).read_text())
-    assert meta["splitter"] == {"name": "pysbd", "version": pysbd.__version__, "language": "en"}
+    assert meta["splitter"] == {"name": "pysbd", "version": pysbd.__version__, "language": "en", "window": 20_000}
     assert meta["candidates"] == 10 and meta["max_length"] == 128 and meta["units"] == len(units)
     assert meta["tokenizer"] == str(tiny_model_dir)
     assert {name: entry["sha256"] for name, entry in meta["inputs"].items()} == {
