@@ -176,11 +176,19 @@ def _check_references(config: Mapping) -> None:
     named += [("birch/targets", c) for c in config["birch"]["targets"]]
     named += [("retrieval/overrides", c) for c in config["retrieval"]["overrides"]]
     named += [(f"checkpoints/{name}/train_on", c) for name, entry in checkpoints.items() for c in entry.get("train_on", [])]
+    named += [(f"reproduction/{name}/collection", pair["collection"]) for name, pair in config["reproduction"].items()]
     problems += [f"  {where}: unknown collection {c!r} (known: {', '.join(sorted(collections))})"
                  for where, c in named if c not in collections]
     problems += [f"  baselines/provided_runs: {c} needs `run` and `run_model` (which first stage the run is)"
                  for c in config["baselines"]["provided_runs"]
                  if c in collections and not (collections[c].get("run") and collections[c].get("run_model"))]
+    from reranker.registry import FIRST_STAGES
+
+    problems += [f"  reproduction/{name}/run: {pair['run']!r} is neither a first stage ({', '.join(FIRST_STAGES)}) nor `provided`"
+                 for name, pair in config["reproduction"].items() if pair["run"] not in {*FIRST_STAGES, "provided"}]
+    problems += [f"  reproduction/{name}/run: provided, but collection {pair['collection']} has no `run`"
+                 for name, pair in config["reproduction"].items()
+                 if pair["run"] == "provided" and pair["collection"] in collections and not collections[pair["collection"]].get("run")]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
     for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other

@@ -131,6 +131,54 @@ def main_agreement(argv: list[str]) -> int:
     return 0
 
 
+def main_reproduction(argv: list[str]) -> int:
+    """Our run against the original's own run of the same system: KTU, RBO, RMSE and paired t-tests (repro-eval;
+    reranker.run_reproduction), the pair's settings from the configuration's `reproduction:`."""
+    from reranker import run_reproduction as rpd
+    from reranker import settings as stage_settings
+    from reranker.config import load_config
+    from reranker.formats.atomic import write_json
+    from reranker.reporting import portable_name, provenance
+
+    parser = argparse.ArgumentParser(prog="python -m reranker evaluate reproduction", description=main_reproduction.__doc__)
+    add_config(parser, "reproduction.<pair>: its measures, depth, rbo_p, label and note")
+    parser.add_argument("--pair", required=True, help="the pair's name under `reproduction:` in the configuration")
+    parser.add_argument("--original", required=True, help="the original's own TREC run (gzipped or not)")
+    add_files(parser, "run", "qrels", run="our TREC run of the same system")
+    parser.add_argument("--out", required=True, help="the JSON to write (reranker.run_reproduction's format)")
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    settings = stage_settings.reproduction(config, args.pair)  # resolved: every key present
+    depth = settings["depth"]
+    original, ours, qrels = read_run(args.original), read_run(args.run), read_qrels(args.qrels)
+    refuse_near_misses(ours, original.keys(), args.run, args.original)
+    orders = rpd.order_measures(original, ours, depth, settings["rbo_p"])
+    # the measures on the runs as compared: each cut to its top `depth`
+    evaluated = [evaluate(rpd.top(run, depth), qrels, settings["measures"], name, args.qrels)
+                 for run, name in ((original, args.original), (ours, args.run))]
+    scores = rpd.score_measures(evaluated[0].per_query, evaluated[1].per_query)
+    files = {"original": args.original, "reproduced": args.run, "qrels": args.qrels}
+    made_by = provenance(config["run_command"], list(files.values()))
+    made_by["versions"]["repro-eval"] = _version("repro-eval")
+    record = rpd.record(args.pair, settings, {k: portable_name(v) for k, v in files.items()}, orders, scores,
+                        evaluated[0].per_query, evaluated[1].per_query, made_by)
+    write_json(args.out, record, indent=1)
+    first = settings["measures"][0]
+    print(f"{args.pair}: KTU {rpd.number_text(record['numbers']['KTU'])}, RBO {rpd.number_text(record['numbers']['RBO'])}, "
+          f"RMSE {rpd.number_text(scores['RMSE'][first])} and p {rpd.p_text(scores['p'][first])} on {first}, "
+          f"over {orders['topics']['compared']} topics")
+    return 0
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
                    measures: Sequence[str]) -> Evaluation:
     result = evaluate(read_run(run_path), read_qrels(qrels_path), measures, str(run_path), str(qrels_path))
@@ -142,6 +190,8 @@ def evaluate_files(run_path: str | os.PathLike, qrels_path: str | os.PathLike,
 def main(argv: list[str] | None = None) -> int:
     if argv is not None and argv[:1] == ["agreement"]:
         return main_agreement(argv[1:])
+    if argv is not None and argv[:1] == ["reproduction"]:
+        return main_reproduction(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker evaluate", description=__doc__.splitlines()[0])
     add_files(parser, "run", "qrels")
     add_config(parser, "measures, and the collection's own")

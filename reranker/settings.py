@@ -113,9 +113,21 @@ def compare(config: Mapping) -> dict:
     return {**config["compare"], "reference": config["reference"]}
 
 
+def reproduction(config: Mapping, pair: str) -> dict:
+    """A run-level reproduction pair (`reproduction:`), its measures filled (the collection's where it names none);
+    the runs it names are the rule's inputs, no setting."""
+    pairs = config.get("reproduction") or {}
+    if pair not in pairs:
+        raise InputError(f"--pair {pair}: no such pair in the configuration's reproduction: section "
+                         f"(pairs: {', '.join(pairs) or 'none'})")
+    entry = pairs[pair]
+    return {**{k: v for k, v in entry.items() if k not in ("original", "run")},
+            "measures": list(entry.get("measures") or measures(config, entry["collection"]))}
+
+
 STAGES: dict[str, Callable[..., dict]] = {
     "collections": collections, "index": index, "retrieve": retrieve, "evaluate": evaluate, "segment": segment,
-    "train": train, "score": score, "fuse": fuse, "compare": compare,
+    "train": train, "score": score, "fuse": fuse, "compare": compare, "reproduction": reproduction,
 }
 
 
