@@ -1,5 +1,6 @@
-"""The run's README: every table of the three source works, our files, the command, and every claim's verdict
-(`python -m reranker tables index`; the claims: reranker.seeds, their verdicts: reranker.claims)."""
+"""The run's README: every table of the three source works, our files, the command, every claim's verdict
+(`python -m reranker tables index`; the claims: reranker.seeds, their verdicts: reranker.claims), and our runs
+against the originals' own (numbers/reproduction/: reranker.run_reproduction)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
+from reranker import run_reproduction
 from reranker import verdicts as v
 from reranker.claims import judge_all
 from reranker.formats.atomic import write_text
+from reranker.formats.layout import Layout
 from reranker.seeds import ClaimError, load_seeds
 
 
@@ -69,6 +72,7 @@ def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
             lines.append("")
         if work.get("note"):
             lines += [work["note"].strip(), ""]
+    lines += run_reproduction.section(run_reproduction.records_in(Path(Layout(str(run_dir)).pattern("run_reproduction")).parent))
     if seeds.get("outro"):
         lines += [seeds["outro"].strip(), ""]
     return "\n".join(lines)

@@ -169,6 +169,18 @@ class Experiment:
             return {"folds": self.layout.path("work_folds", collection=collection_slug)}
         return {}
 
+    def reproduction_inputs(self, pair: str) -> dict[str, str]:
+        """A run-level reproduction pair's files: the original's run, ours (the first stage's run the workflow makes,
+        or the collection's provided run) and the judgments that score both (a provided run's own, as its evaluation
+        takes them; else the exported ones, grades applied)."""
+        entry = self.config["reproduction"][pair]
+        cid = entry["collection"]
+        if entry["run"] == "provided":
+            collection = self.config["collections"][cid]
+            return {"original": entry["original"], "run": collection["run"], "qrels": collection["qrels"]}
+        return {"original": entry["original"], "run": self.layout.path("trec_run", collection=slug(cid), run=entry["run"]),
+                "qrels": self.layout.path("qrels", collection=slug(cid))}
+
     # What a stage reads from the resolved file (reranker.settings, which the stage calls too): rules
     # list it as params, so that Snakemake reruns a job when one of its own settings changes.
     def settings(self, stage: str, collection: str | None = None, **keys) -> dict:

@@ -320,3 +320,19 @@ def test_the_run_ends_with_a_comparison_without_drift(quick_run):
     # Nothing was written into the stored reference.
     done = subprocess.run(["git", "status", "--porcelain", "results"], cwd=REPO, capture_output=True, text=True)
     assert done.stdout == ""
+
+
+def test_the_readme_shows_our_runs_against_the_originals_own(quick_run):
+    """Issue 60: the quick run compares its Cranfield BM25 with the Radboud thesis' run and Birch's Robust04 run with
+    itself (repro-eval, reranker.run_reproduction); the README shows both beside the verdicts."""
+    folder = quick_run / "numbers" / "reproduction"
+    thesis = json.loads((folder / "cranfield-thesis-bm25.json").read_text())
+    birch = json.loads((folder / "robust04-birch-identity.json").read_text())
+    assert (birch["numbers"]["KTU"], birch["numbers"]["RBO"]) == (1.0, 1.0) and set(birch["numbers"]["RMSE"].values()) == {0.0}
+    assert round(thesis["numbers"]["mean_original"]["RadboudNDCG@20"], 4) == 0.4714  # the thesis' notebooks
+    assert round(thesis["numbers"]["mean_reproduced"]["RadboudNDCG@20"], 4) == 0.5169  # the baselines table's
+    assert 0 < thesis["numbers"]["RBO"] < 1 and thesis["depth"] == 100 and thesis["topics"]["compared"] == 225
+    readme = (quick_run / "README.md").read_text()
+    assert "## Runs against the originals' own runs (repro-eval)" in readme
+    assert "| Cranfield BM25: the Radboud thesis' code's run against ours | 100 | 225 |" in readme
+    assert "| Robust04 BM25+RM3: Birch's run against itself (sanity line) | all | 250 (249 judged) | 1.0000 | 1.0000 |" in readme

@@ -18,13 +18,13 @@ from reranker.workflow import EARLY_PRIORITY, SCORE_PRIORITY, TRAIN_PRIORITY, Ex
 
 REPO = Path(__file__).resolve().parent.parent
 # Flags a rule may pass: paths, the ids a job is about (which experiment's section, which ranking of the
-# logits, how many candidates a wildcard asks for), threads, and --no-cache where a job's own time is
-# the measurement. Settings never travel as flags.
+# logits, how many candidates a wildcard asks for, which reproduction pair), threads, and --no-cache where a
+# job's own time is the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
                  "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--head-from",
                  "--positive-filter", "--cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
-                 "--params-out", "--threads"}
+                 "--params-out", "--threads", "--pair", "--original"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
            ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement")}
@@ -66,6 +66,9 @@ def test_the_resolved_config_reaches_every_stage_unchanged(profile, tmp_path, bi
     assert {"collections", "index", "retrieve", "evaluate", "segment", "score", "fuse", "tables", "compare"} | trained <= stages
     if profile == "quick":
         assert "speed" in stages
+    # run-level reproduction (issue 60): both pairs of config.yaml in every profile
+    pairs = sorted(argv[argv.index("--pair") + 1] for argv in commands if "reproduction" in argv)
+    assert pairs == ["cranfield-thesis-bm25", "robust04-birch-identity"]
 
 
 def test_score_parts_scatter_each_collections_scoring_and_gather_it(tmp_path, birch_data):

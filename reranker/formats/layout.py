@@ -45,6 +45,8 @@ PATTERNS = {
     "figure": "figures/{figure}.png",
     "folds": "folds/{collection}.json",
     "fusion": "fusion",
+    # a run against the original's own (evaluate reproduction): published, not compared (compare reads numbers/*.json)
+    "run_reproduction": "numbers/reproduction/{pair}.json",
     "comparison": "comparison.md",
     "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
 }

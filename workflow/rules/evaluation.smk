@@ -43,3 +43,26 @@ rule evaluate_provided_run:
     shell:
         "python -m reranker evaluate --config {params.config} --collection {params.id} --run {input.run}"
         " --qrels {input.qrels} --out {output} > {log}"
+
+
+rule run_reproduction:
+    """A run of ours against the original's own run of the same system (`reproduction:`): KTU, RBO, RMSE and paired
+    t-tests by repro-eval, per topic; the seed index shows them beside ER and ΔRI."""
+    input:
+        unpack(lambda w: EXP.reproduction_inputs(w.pair)),
+    output:
+        P("run_reproduction"),
+    log:
+        P("log", stage="evaluate", name="reproduction.{pair}"),
+    benchmark:
+        P("benchmark", stage="evaluate", name="reproduction.{pair}")
+    wildcard_constraints:
+        pair=wildcard_pattern(CFG["reproduction"]),
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("reproduction", pair=w.pair),
+    shell:
+        "python -m reranker evaluate reproduction --config {params.config} --pair {wildcards.pair} --original {input.original}"
+        " --run {input.run} --qrels {input.qrels} --out {output} > {log}"

@@ -140,12 +140,13 @@ rule resources_table:
 
 rule seed_index:
     """The run's README: every table of the three source works, our files, the command, and whether the effect
-    held, checked against the claims of `seed_tables` (workflow/config/seed_tables.yaml). After the comparison:
-    every table is in."""
+    held, checked against the claims of `seed_tables` (workflow/config/seed_tables.yaml), and the runs against the
+    originals' own (run_reproduction). After the comparison: every table is in."""
     input:
         comparison=PATH("comparison"),
         seeds=CFG["seed_tables"],
         sources=SOURCE_NUMBERS,
+        reproduction=[PATH("run_reproduction", pair=pair) for pair in CFG["reproduction"]],  # read from the run folder
     output:
         PATH("seed_index"),
     log:
