@@ -85,7 +85,8 @@ def explain_lines(header: Mapping[str, Any], record: Mapping[str, Any] | None, q
     if not record["sentences"]:
         lines.append("  no unit scores: every sentence term is 0")
     parts = [record["doc"]["contribution"]] + [s["contribution"] for s in record["sentences"]]
-    lines.append(f"  S_f = {' + '.join(_g(p) for p in parts)} = {_g(fused['score'])}")
+    terms = _g(parts[0]) + "".join(f" − {_g(-p)}" if p < 0 else f" + {_g(p)}" for p in parts[1:])
+    lines.append(f"  S_f = {terms} = {_g(fused['score'])}")
     return lines
 
 

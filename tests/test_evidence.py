@@ -131,7 +131,8 @@ def test_explain_prints_a_known_documents_ranks_sentences_and_contributions(corp
         assert f'"{s["text"]}"' in out and any(f"= {s['contribution']:.6g}" in line and f"unit {s['unit']} " in line
                                               for line in lines)
     parts = [record["doc"]["contribution"]] + [s["contribution"] for s in record["sentences"]]
-    assert lines[-1] == f"  S_f = {' + '.join(f'{p:.6g}' for p in parts)} = {record['fused']['score']:.6g}"
+    terms = f"{parts[0]:.6g}" + "".join(f" − {-p:.6g}" if p < 0 else f" + {p:.6g}" for p in parts[1:])
+    assert lines[-1] == f"  S_f = {terms} = {record['fused']['score']:.6g}"
 
 
 def test_explain_below_the_rescored_documents_and_a_stale_evidence(corpus, tmp_path, capsys):
