@@ -421,7 +421,8 @@ def evidence_inputs(args: argparse.Namespace) -> bool:
         raise InputError("--evidence-out needs --segments and --docs (the sentences' texts, and the documents their "
                          "offsets point into)")
     if given and not args.evidence_out:
-        raise InputError(f"{' and '.join(given)} serve only the evidence: give --evidence-out too, or leave them out")
+        raise InputError(f"{' and '.join(given)}: read for the evidence only; give --evidence-out too, or leave "
+                         f"{' and '.join(given)} out")
     return bool(args.evidence_out)
 
 

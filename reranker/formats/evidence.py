@@ -24,7 +24,13 @@ from reranker.formats.text import text_lines
 FORMAT = "birch-evidence"
 FORMAT_VERSION = 1
 SUFFIX = ".evidence.jsonl.gz"
+HEADER_KEYS = ("method", "top_n", "folds")
 RECORD_KEYS = ("qid", "doc_id", "fold", "first_stage", "fused", "doc", "sentences")
+# What a reader relies on in each part of a record: a number (None allowed where marked), text, an integer.
+PARTS = {"first_stage": {"rank": int, "score": float}, "fused": {"rank": int, "score": float},
+         "doc": {"score": float, "value": float, "weight": float, "contribution": float}}
+SENTENCE = {"term": int, "unit": int, "start": (int, None), "end": (int, None), "text": str, "score": float,
+            "value": float, "weight": float, "contribution": float}
 OFFSETS = ("[start, end) character offsets into the document text: the title and the body as segment cleans them "
            "(markup stripped, entities decoded, whitespace collapsed, the body's leading copy of the title dropped), "
            "joined by one line break (a document without a title is its body); null where the unit is not found "
@@ -88,14 +94,17 @@ def read_evidence(path: str | os.PathLike) -> tuple[dict[str, Any], Iterator[dic
     if header.get("format_version") != FORMAT_VERSION:
         raise FormatError(path, 1, f"format_version {header.get('format_version')!r}, this code reads "
                                    f"{FORMAT_VERSION}: make it again with this code's `fuse birch`")
+    missing = [key for key in HEADER_KEYS if key not in header]
+    if missing or not isinstance(header["folds"], dict):
+        raise FormatError(path, 1, f"the header lacks {', '.join(missing) or 'folds as an object'}: make the file again")
 
     def records() -> Iterator[dict[str, Any]]:
         for line_no, line in lines:
             if line.strip():
                 record = _record(path, line_no, line)
-                missing = [key for key in RECORD_KEYS if key not in record]
-                if missing:
-                    raise FormatError(path, line_no, f"an evidence record lacks {', '.join(missing)}")
+                problem = _problem(record, header)
+                if problem:
+                    raise FormatError(path, line_no, f"{problem}: make the file again with `fuse birch --evidence-out`")
                 yield record
     return header, records()
 
@@ -108,6 +117,39 @@ def _record(path: Path, line_no: int, line: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise FormatError(path, line_no, "not a JSON object")
     return data
+
+
+def _problem(record: dict[str, Any], header: dict[str, Any]) -> str | None:
+    """What is wrong with a record, or None."""
+    missing = [key for key in RECORD_KEYS if key not in record]
+    if missing:
+        return f"an evidence record lacks {', '.join(missing)}"
+    if not all(isinstance(record[key], str) for key in ("qid", "doc_id", "fold")):
+        return "qid, doc_id and fold must be strings"
+    if record["fold"] not in header["folds"]:
+        return f"fold {record['fold']!r} is not in the header's folds"
+    parts = [(name, record[name], PARTS[name]) for name in PARTS]
+    if not isinstance(record["sentences"], list):
+        return "sentences must be a list"
+    parts += [(f"sentence {i + 1}", s, SENTENCE) for i, s in enumerate(record["sentences"])]
+    for name, part, fields in parts:
+        if not isinstance(part, dict):
+            return f"{name} must be an object"
+        for key, kinds in fields.items():
+            kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+            value = part.get(key)
+            if not any(_is(value, kind) for kind in kinds):
+                return f"{name}: {key} must be {' or '.join('null' if k is None else k.__name__ for k in kinds)}, " \
+                       f"found {json.dumps(value)}"
+    return None
+
+
+def _is(value: Any, kind: type | None) -> bool:
+    if kind is None:
+        return value is None
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
 
 
 def total(record: dict[str, Any]) -> float:
