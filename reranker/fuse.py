@@ -379,6 +379,7 @@ def describe(top_n: int, alpha_step: float, weight_step: float, normalise_scores
 
 
 def run_birch(args: argparse.Namespace) -> int:
+    evidence = evidence_inputs(args)
     config = load_config(args.config)
     entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
@@ -390,7 +391,6 @@ def run_birch(args: argparse.Namespace) -> int:
     if unjudged:
         print(f"{len(unjudged)} unjudged queries of {args.run} are in no fold of {args.folds} and are left out "
               f"(e.g. {unjudged[0]})", file=sys.stderr)
-    evidence = evidence_inputs(args)
     unit_scores, unit_ids = read_unit_scores_with_units(args.scores) if evidence else (read_unit_scores(args.scores), {})
     methods = NORMALISATIONS if normalise == "cv" else (normalise,)
     candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, fusion["short_docs"]) for m in methods}
