@@ -21,6 +21,7 @@ STAGES = {
     "tables": "experiment tables with significance marks",
     "speed": "queries per minute of a pipeline, from its jobs' Snakemake benchmark files",
     "compare": "a run's numbers against the stored reference; promote a run to be the reference",
+    "explain": "why a document moved in a Birch fusion: its sentences and their contributions; evidence diff",
 }
 
 

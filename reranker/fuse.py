@@ -45,6 +45,7 @@ from tqdm import tqdm
 
 from reranker.cli import add_config, add_files
 from reranker.config import collection_config, entry_defaults, load_config
+from reranker.evidence import FoldFusion, write_fusion_evidence
 from reranker.flags import checked
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import InputError, exits_on_input_error
@@ -52,7 +53,7 @@ from reranker.formats.folds import fold_queries, read_folds
 from reranker.formats.ids import qid_order, refuse_near_misses
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs, write_run
-from reranker.formats.unit_scores import UnitScores, read_unit_scores
+from reranker.formats.unit_scores import UnitIds, UnitScores, read_unit_scores, read_unit_scores_with_units
 from reranker.registry import AGGREGATORS
 
 NORMALISATIONS = ("none", "minmax", "zscore")
@@ -378,6 +379,7 @@ def describe(top_n: int, alpha_step: float, weight_step: float, normalise_scores
 
 
 def run_birch(args: argparse.Namespace) -> int:
+    evidence = evidence_inputs(args)
     config = load_config(args.config)
     entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
@@ -389,7 +391,7 @@ def run_birch(args: argparse.Namespace) -> int:
     if unjudged:
         print(f"{len(unjudged)} unjudged queries of {args.run} are in no fold of {args.folds} and are left out "
               f"(e.g. {unjudged[0]})", file=sys.stderr)
-    unit_scores = read_unit_scores(args.scores)
+    unit_scores, unit_ids = read_unit_scores_with_units(args.scores) if evidence else (read_unit_scores(args.scores), {})
     methods = NORMALISATIONS if normalise == "cv" else (normalise,)
     candidate_sets = {m: birch_candidates(run, unit_scores, args.top_n, m, fusion["short_docs"]) for m in methods}
     fused, choices, chosen = cross_validate_sets(run, candidate_sets, qrels, folds, args.top_n, alpha_step, weight_step,
@@ -397,17 +399,43 @@ def run_birch(args: argparse.Namespace) -> int:
     tested = sum(c.test_queries for c in choices)
     test_ap = sum(c.test_ap * c.test_queries for c in choices if c.test_queries) / tested
     settings = describe(args.top_n, alpha_step, weight_step, normalise, fusion["short_docs"], min_grade, fusion["cutoff"])
+    if evidence:  # first: bad segments or docs leave nothing behind
+        write_birch_evidence(args, run, fused, folds, candidate_sets, choices, chosen, settings, unit_scores, unit_ids)
     write_json(args.params_out, {**settings, "inputs": {"run": str(args.run), "scores": str(args.scores),
                                                         "qrels": str(args.qrels), "folds": str(args.folds)},
                                  "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
                                  **({"normalise_per_fold": chosen} if normalise == "cv" else {})})
-    # The run last: where it exists, so do the parameters that made it (each file is written atomically).
+    # The run last: where it exists, so do the parameters and the evidence that made it (each written atomically).
     write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
     for c in choices:
         how = f" {chosen[c.fold]}" if normalise == "cv" else ""
         print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
     print(f"{settings['method']}: test AP {test_ap:.4f} over {tested} queries -> {args.out}")
     return 0
+
+
+def evidence_inputs(args: argparse.Namespace) -> bool:
+    """Whether to write the evidence; it needs the unit texts and the documents."""
+    given = [flag for flag, value in (("--segments", args.segments), ("--docs", args.docs)) if value]
+    if args.evidence_out and len(given) < 2:
+        raise InputError("--evidence-out needs --segments and --docs (the sentences' texts, and the documents their "
+                         "offsets point into)")
+    if given and not args.evidence_out:
+        raise InputError(f"{' and '.join(given)}: read for the evidence only; give --evidence-out too, or leave "
+                         f"{' and '.join(given)} out")
+    return bool(args.evidence_out)
+
+
+def write_birch_evidence(args: argparse.Namespace, run: Run, fused: Run, folds: Mapping[str, Sequence[str]],
+                         candidate_sets: Mapping[str, Mapping[str, Candidates]], choices: Sequence[FoldChoice],
+                         chosen: Mapping[str, str], settings: dict, unit_scores: UnitScores, unit_ids: UnitIds) -> None:
+    """The sentences behind every fused score, beside the run (reranker/evidence.py)."""
+    applied = {c.fold: FoldFusion(candidate_sets[chosen[c.fold]], (c.a, c.w2, c.w3), chosen[c.fold],
+                                  coefficients(np.array([[c.a, c.w2, c.w3]]), args.top_n)[0]) for c in choices}
+    inputs = {name: str(getattr(args, name)) for name in ("run", "scores", "segments", "docs")}
+    count = write_fusion_evidence(args.evidence_out, settings, args.tag or f"birch-{args.top_n}S", inputs, run, fused,
+                                  folds, applied, unit_scores, unit_ids)
+    print(f"evidence of {count} documents -> {args.evidence_out}", file=sys.stderr)
 
 
 def run_aggregate(args: argparse.Namespace) -> int:
@@ -431,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     add_config(birch, "birch.fusion; the collection's relevant_min_grade")
     birch.add_argument("--collection", help="the collection id (its relevant_min_grade)")
     birch.add_argument("--tag", help="run tag (default birch-<n>S)")
+    birch.add_argument("--evidence-out", help="the sentences behind each fused score, gzipped JSONL (docs/evidence.md): "
+                       "needs --segments and --docs")
+    add_files(birch, optional=("segments", "docs"), segments="the segments the scores were made from (the evidence's texts)",
+              docs="docs.jsonl (the documents the evidence's offsets point into)")
     birch.set_defaults(handler=run_birch)
 
     agg = commands.add_parser("aggregate", help="FirstP / MaxP / SumP / MeanP of the unit scores")

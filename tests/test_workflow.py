@@ -18,6 +18,8 @@ import pytest
 from PIL import Image
 
 from reranker.compare import AFTER_COMPARISON
+from reranker.evidence import move
+from reranker.formats.evidence import evidence_path, read_evidence, total
 from reranker.formats.runs import read_run
 from reranker.formats.unit_scores import read_unit_scores
 from tests.background import DETERMINISM_TARGETS
@@ -76,7 +78,17 @@ def compared_files(run: Path) -> list[str]:
 # fused run's scores by up to ~1e-7, between two runs whose jobs ran in other orders. So score files and
 # TREC runs are compared as what their readers give, (query, document) -> scores, to 1e-6 absolute (ranks
 # of documents tied that closely may swap); everything else, tables included, byte for byte.
-READERS = {".tsv": read_unit_scores, ".run": read_run}
+def evidence_numbers(path: Path) -> dict[str, dict[str, list[float]]]:
+    """A fused run's evidence as its numbers per (query, document): the fused score and each term's contribution
+    (gzipped, with its inputs' paths in the header: compared as read, like the run beside it)."""
+    numbers: dict[str, dict[str, list[float]]] = {}
+    for r in read_evidence(path)[1]:
+        numbers.setdefault(r["qid"], {})[r["doc_id"]] = [r["fused"]["score"], r["doc"]["contribution"]] + [
+            s["contribution"] for s in r["sentences"]]
+    return numbers
+
+
+READERS = {".tsv": read_unit_scores, ".run": read_run, ".gz": evidence_numbers}
 
 
 def same_scores(a: Path, b: Path) -> bool:
@@ -301,6 +313,28 @@ def test_the_report_and_every_figure_in_it_render_in_chromium(quick_run, quick_r
                        " && i.getBoundingClientRect().height > 0).length)</script></body></html>")
     dom = subprocess.run(flags + ["--dump-dom", gallery.as_uri()], capture_output=True, text=True, timeout=300, check=True).stdout
     assert f'data-rendered="{len(figures)}"' in dom, dom[:300]
+
+
+def test_explain_works_on_every_fused_run_of_the_quick_dag_and_the_report_shows_the_largest_moves(quick_run, quick_report):
+    fused = sorted((quick_run / "work" / "runs").glob("*/birch.*.run"))
+    assert len(fused) >= 18  # 2 targets x 3 checkpoints x 1S-3S
+    for run in fused:  # each run's first document: its evidence adds up to the score the run holds
+        record = next(read_evidence(evidence_path(run))[1])
+        assert total(record) == record["fused"]["score"]
+        assert f"{record['fused']['score']:.9g}" == f"{read_run(run)[record['qid']][record['doc_id']]:.9g}"
+    # A known document: the one that moved most in Vaswani's 3S fusion, explained by the command line.
+    run = quick_run / "work" / "runs" / "vaswani" / "birch.scifact-soft-80.3S.run"
+    record = max(read_evidence(evidence_path(run))[1], key=lambda r: (abs(move(r)), r["qid"], r["doc_id"]))
+    done = subprocess.run([sys.executable, "-m", "reranker", "explain", "--run", str(run), record["qid"], record["doc_id"]],
+                          cwd=REPO, capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"first stage: rank {record['first_stage']['rank']}," in done.stdout
+    assert f"fused:       rank {record['fused']['rank']}," in done.stdout
+    assert all(f'"{s["text"]}"' in done.stdout for s in record["sentences"]) and record["sentences"]
+    assert done.stdout.rstrip().endswith(f"= {record['fused']['score']:.6g}")
+    page = (quick_run / "evidence" / "birch_moves.html").read_text()
+    assert "<h2>vaswani: birch-3S" in page and "<h2>cranfield: birch-3S" in page and "Up most" in page
+    assert "birch_moves.html" in quick_report.read_text()
 
 
 def test_rerun_has_nothing_to_do(quick_run):

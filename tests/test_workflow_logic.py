@@ -24,10 +24,10 @@ ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit"
                  "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--head-from",
                  "--positive-filter", "--cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
-                 "--params-out", "--threads", "--pair", "--original"}
+                 "--params-out", "--threads", "--pair", "--original", "--evidence-out"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
-           ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement")}
+           ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement"), ("explain", "moves")}
 
 
 def profile_files(profile: str) -> list[Path]:

@@ -103,6 +103,11 @@ class Plugin:
         """Every table and figure it publishes: compared with the reference and built by `all`."""
         return []
 
+    def pages(self) -> list[str]:
+        """Pages it adds to the report, neither compared nor promoted: built before the resources table (which
+        counts their jobs)."""
+        return []
+
     def curves(self) -> dict[str, list[tuple[str, str]]]:
         """Loss-curve figures of its fine-tuned checkpoints not drawn elsewhere: figure name -> [(curve label,
         checkpoint)], each curve the checkpoint's held-out loss against its label prior (`tables figure curves`)."""

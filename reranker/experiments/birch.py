@@ -28,6 +28,17 @@ class Birch(Plugin, name="birch"):
     def outputs(self) -> list[str]:
         return [self.layout.path("table", table="birch_main")]
 
+    def pages(self) -> list[str]:
+        return [self.layout.path("evidence_moves")]
+
+    def evidence_runs(self) -> list[tuple[str, str]]:
+        """(collection slug, fused run name) whose largest moves the report shows: per target, the first checkpoint
+        that applies to it, fused with the most sentences."""
+        n = max(self.section["fusion"]["top_n"])
+        found = [(s, next((c for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])), None))
+                 for s in self.exp.target_slugs]
+        return [(s, f"birch.{c}.{n}S") for s, c in found if c]
+
     @property
     def units(self) -> list[str]:
         """The units the passage checkpoint's aggregation rows read: sentences, and passages where it aggregates."""

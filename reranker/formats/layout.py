@@ -18,6 +18,7 @@ PATTERNS = {
     "stats": "work/collections/{collection}/stats.json",
     "index": "work/indexes/{collection}",
     "trec_run": "work/runs/{collection}/{run}.run",
+    "evidence": "work/runs/{collection}/{run}.run.evidence.jsonl.gz",  # beside its run (formats.evidence)
     "eval": "work/eval/{collection}/{run}.json",
     "work_folds": "work/folds/{collection}.json",
     "segments": "work/segments/{collection}/{first_stage}.k{k}.{unit}.jsonl",
@@ -48,6 +49,7 @@ PATTERNS = {
     # a run against the original's own (evaluate reproduction): published, not compared (compare reads numbers/*.json)
     "run_reproduction": "numbers/reproduction/{pair}.json",
     "comparison": "comparison.md",
+    "evidence_moves": "evidence/birch_moves.html",  # shown in the report; neither compared nor promoted
     "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
 }
 # What `compare` checks and `promote` copies: the published part of a run.

@@ -16,6 +16,7 @@ from reranker.formats.sidecar import Tally, check_sidecar
 from reranker.formats.text import text_lines
 
 UnitScores = dict[str, dict[str, list[float]]]  # qid -> doc_id -> unit scores in document order
+UnitIds = dict[str, dict[str, list[int]]]  # qid -> doc_id -> the units' positions, in the same order
 
 _TRAILING_INT = re.compile(r"(\d+)$")
 
@@ -46,6 +47,21 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
     trailing integer orders the units, so FirstP takes the lowest. A file that does not match its
     `.meta.json` (cut short, changed since score wrote it) is refused (formats.sidecar).
     """
+    return {qid: {doc_id: [units[p] for p in sorted(units)] for doc_id, units in docs.items()}
+            for qid, docs in _positioned(path).items()}
+
+
+def read_unit_scores_with_units(path: str | os.PathLike) -> tuple[UnitScores, UnitIds]:
+    """`read_unit_scores`, and beside each score list the units' positions (the segments' `unit`), in the
+    same order: what Birch's evidence names (one read of the file)."""
+    positioned = _positioned(path)
+    order = {qid: {doc_id: sorted(units) for doc_id, units in docs.items()} for qid, docs in positioned.items()}
+    scores = {qid: {doc_id: [positioned[qid][doc_id][p] for p in units] for doc_id, units in docs.items()}
+              for qid, docs in order.items()}
+    return scores, order
+
+
+def _positioned(path: str | os.PathLike) -> dict[str, dict[str, dict[int, float]]]:
     check_sidecar(path)
     positioned: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for line_no, line in text_lines(path):
@@ -72,5 +88,4 @@ def read_unit_scores(path: str | os.PathLike) -> UnitScores:
         if int(position.group(1)) in units:
             raise FormatError(path, line_no, f"unit {unit!r} of document {doc_id} appears twice for query {qid}")
         units[int(position.group(1))] = value
-    return {qid: {doc_id: [units[p] for p in sorted(units)] for doc_id, units in docs.items()}
-            for qid, docs in positioned.items()}
+    return positioned

@@ -55,3 +55,32 @@ rule birch_main_table:
         " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
         " --figure {output.figure} --meta {input.meta} --sources {input.sources}"
         " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
+
+
+rule birch_evidence_moves:
+    """The report's page of Birch's evidence: per collection, the documents that rose and fell most."""
+    input:
+        runs=[PATH("trec_run", collection=s, run=r) for s, r in BIRCH.evidence_runs()],
+        evidence=[PATH("evidence", collection=s, run=r) for s, r in BIRCH.evidence_runs()],
+        topics=[PATH("topics", collection=s) for s, _ in BIRCH.evidence_runs()],
+    output:
+        report(PATH("evidence_moves"), caption="../report/evidence.rst", category="Birch"),
+    log:
+        PATH("log", stage="tables", name="birch_evidence_moves"),
+    benchmark:
+        PATH("benchmark", stage="tables", name="birch_evidence_moves")
+    conda:
+        ENV
+    params:
+        runs=" ".join(
+            f"--run {EXP.slug_to_id[s]}:{PATH('trec_run', collection=s, run=r)} --topics {EXP.slug_to_id[s]}:{PATH('topics', collection=s)}"
+            for s, r in BIRCH.evidence_runs()
+        ),
+        caption=(
+            "Birch's evidence: per collection, the documents of one fused run ("
+            + ", ".join(sorted({r for _, r in BIRCH.evidence_runs()}))
+            + ") that rose and fell most from the first stage, each with its top sentences and what each term added"
+            " to its fused score (the evidence beside every fused run; `python -m reranker explain` shows any document)."
+        ),
+    shell:
+        "python -m reranker explain moves {params.runs} --out {output} 2> {log}"

@@ -119,15 +119,19 @@ if SCORE_PARTS > 1:
 
 
 rule fuse_birch:
-    """Birch: a*S_doc + (1-a)*sum w_i S_i over the top n sentences; a, w by k-fold CV on AP."""
+    """Birch: a*S_doc + (1-a)*sum w_i S_i over the top n sentences; a, w by k-fold CV on AP. Beside the run, its
+    evidence: the sentences behind every fused score (docs/evidence.md)."""
     input:
         run=P("trec_run", run=FIRST),
         scores=P("scores", first_stage=FIRST, k=K, unit="sentences"),
         qrels=P("qrels"),
         folds=P("work_folds"),
+        segments=P("segments", first_stage=FIRST, k=K, unit="sentences"),
+        docs=P("docs"),
     output:
         run=P("trec_run", run="birch.{checkpoint}.{n}S"),
         params=P("fusion_params"),
+        evidence=P("evidence", run="birch.{checkpoint}.{n}S"),
     log:
         P("log", stage="fuse", name="{collection}.{checkpoint}.{n}S"),
     benchmark:
@@ -141,6 +145,7 @@ rule fuse_birch:
     shell:
         "python -m reranker fuse birch --config {params.config} --collection {params.id} --run {input.run}"
         " --scores {input.scores} --qrels {input.qrels} --folds {input.folds} --top-n {wildcards.n}"
+        " --segments {input.segments} --docs {input.docs} --evidence-out {output.evidence}"
         " --out {output.run} --params-out {output.params} 2> {log}"
 
 

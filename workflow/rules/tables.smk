@@ -116,6 +116,7 @@ rule resources_table:
     input:
         PATH("comparison"),
         PATH("seed_index"),
+        [page for plugin in EXP.plugins.values() for page in plugin.pages()],  # their jobs are counted too
     output:
         md=PATH("table", table="resources"),
         csv=PATH("table_stem", table="resources") + ".csv",
