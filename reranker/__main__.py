@@ -21,6 +21,7 @@ STAGES = {
     "tables": "experiment tables with significance marks",
     "speed": "queries per minute of a pipeline, from its jobs' Snakemake benchmark files",
     "compare": "a run's numbers against the stored reference; promote a run to be the reference",
+    "bundle": "a finished run's runs (ir_metadata headers), evaluations and index, for trec_eval, repro-eval and ranx",
 }
 
 
