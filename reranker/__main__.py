@@ -22,6 +22,7 @@ STAGES = {
     "speed": "queries per minute of a pipeline, from its jobs' Snakemake benchmark files",
     "compare": "a run's numbers against the stored reference; promote a run to be the reference",
     "explain": "why a document moved in a Birch fusion: its sentences and their contributions; evidence diff",
+    "bundle": "a finished run's runs (ir_metadata headers), evaluations and index, for trec_eval, repro-eval and ranx",
 }
 
 

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from tqdm import tqdm
 
+from reranker import run_metadata
 from reranker.cli import add_config, add_files
 from reranker.config import collection_config, entry_defaults, load_config
 from reranker.evidence import FoldFusion, write_fusion_evidence
@@ -380,6 +381,7 @@ def describe(top_n: int, alpha_step: float, weight_step: float, normalise_scores
 
 def run_birch(args: argparse.Namespace) -> int:
     evidence = evidence_inputs(args)
+    tracker = run_metadata.Tracker()
     config = load_config(args.config)
     entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
     fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
@@ -406,7 +408,15 @@ def run_birch(args: argparse.Namespace) -> int:
                                  "test_ap": test_ap, "test_queries": tested, "folds": [asdict(c) for c in choices],
                                  **({"normalise_per_fold": chosen} if normalise == "cv" else {})})
     # The run last: where it exists, so do the parameters and the evidence that made it (each written atomically).
-    write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S")
+    weights = {c.fold: {"a": c.a, "w2": c.w2, "w3": c.w3} | ({"normalise": chosen[c.fold]} if normalise == "cv" else {})
+               for c in choices}
+    step = {"name": args.tag or f"birch-{args.top_n}S", "method": settings["formula"], "top_n": args.top_n,
+            "weight": weights, "normalise": normalise, "short_docs": settings["short_docs_handling"],
+            "chosen by": f"grid search on the other folds' {settings['measure']}; {settings['tie_break']}",
+            "tail": settings["tail"]}
+    meta = run_metadata.reranked(args.command_line, args.run, args.scores, step, True, tracker.record(), config,
+                                 args.collection, {"qrels": args.qrels, "folds": args.folds, "parameters": args.params_out})
+    write_run(fused, args.out, tag=args.tag or f"birch-{args.top_n}S", metadata=meta)
     for c in choices:
         how = f" {chosen[c.fold]}" if normalise == "cv" else ""
         print(f"{c.fold}:{how} a={c.a:g} w2={c.w2:g} w3={c.w3:g}  train AP {c.train_ap:.4f}  test AP {c.test_ap:.4f}")
@@ -439,9 +449,15 @@ def write_birch_evidence(args: argparse.Namespace, run: Run, fused: Run, folds: 
 
 
 def run_aggregate(args: argparse.Namespace) -> int:
+    tracker = run_metadata.Tracker()
     candidates = None if args.candidates is None else checked("--candidates", args.candidates, "ntnu.candidates")
     fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method, candidates)
-    write_run(fused, args.out, tag=args.tag or args.method)
+    step = {"name": args.tag or args.method, "method": f"{AGGREGATORS[args.method].label} of the unit scores per document "
+            "(no first-stage score); top-K documents without units, then the tail, in first-stage order"}
+    if candidates is not None:
+        step["candidates"] = candidates
+    meta = run_metadata.reranked(args.command_line, args.run, args.scores, step, False, tracker.record())
+    write_run(fused, args.out, tag=args.tag or args.method, metadata=meta)
     print(f"{args.method}: {len(fused)} queries -> {args.out}")
     return 0
 
@@ -475,4 +491,5 @@ def main(argv: list[str] | None = None) -> int:
     agg.set_defaults(handler=run_aggregate)
 
     args = parser.parse_args(argv)
+    args.command_line = run_metadata.command_line("fuse", argv)
     return args.handler(args)

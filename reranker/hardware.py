@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from reranker.formats.errors import InputError
+
+if TYPE_CHECKING:
+    import torch  # imported where used: the run writers read the CPU without paying for torch
 
 PRECISIONS = ("exact", "fast")
 CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
@@ -48,6 +49,8 @@ def has_fast_half(device: torch.device) -> bool:
 
 def compute_dtype(precision: str, device: torch.device) -> torch.dtype:
     """fp32 for exact; the hardware's fast half type, or PrecisionNotApplicable with the reason."""
+    import torch
+
     if precision == "exact":
         return torch.float32
     if precision != "fast":
@@ -79,6 +82,8 @@ def disable_cudnn_attention() -> bool:
     scoring fell to 1.9k pairs/s cold with it, against 12k cold and 19-20k warm with PyTorch's own
     flash and memory-efficient kernels; on an H200 MiniLM-L6's first 8 training steps took 4.2 s with
     it and 0.2 s without (results/benchmarks/gpu_train_throughput_cudnn_on.json)."""
+    import torch
+
     previous = torch.backends.cuda.cudnn_sdp_enabled()
     torch.backends.cuda.enable_cudnn_sdp(False)
     return previous
@@ -86,6 +91,8 @@ def disable_cudnn_attention() -> bool:
 
 def machine() -> dict[str, Any]:
     """The CPU model, whether it computes bf16, its usable threads and the GPU (or "none")."""
+    import torch
+
     info = cpu_info()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return {"cpu": info["model"], "cpu_bf16": any(flag in info["flags"] for flag in CPU_BF16_FLAGS),
@@ -117,6 +124,8 @@ class DeviceUsage:
     NONE = {"gpu": "none", "gpu_peak_memory_mib": "none", "gpu_energy_joules": "none"}
 
     def __init__(self, device: torch.device):
+        import torch
+
         self.device = device
         self.cuda = device.type == "cuda"
         if self.cuda:
@@ -127,6 +136,8 @@ class DeviceUsage:
     def record(self) -> dict[str, Any]:
         if not self.cuda:
             return dict(self.NONE)
+        import torch
+
         energy_end = _nvml_energy_mj(self.index)
         energy = (round((energy_end - self.energy_start) / 1000, 1)
                   if energy_end is not None and self.energy_start is not None else "none")

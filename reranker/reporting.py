@@ -50,23 +50,36 @@ def portable_name(path: str | os.PathLike) -> str:
     return str(path)
 
 
-def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
-    """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
-    import subprocess
+# The packages whose versions every record names.
+PACKAGES = ("birch-repro", "torch", "transformers", "pyserini", "ir_datasets", "ir-measures", "snakemake", "pysbd")
+
+
+def package_versions(packages: Sequence[str] = PACKAGES) -> dict[str, str]:
+    """Installed versions of `packages` (those not installed left out)."""
     from importlib import metadata
 
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return "unknown"
-
     versions = {}
-    for package in ("birch-repro", "torch", "transformers", "pyserini", "ir_datasets", "ir-measures", "snakemake", "pysbd"):
+    for package in packages:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
+    return versions
+
+
+def git(*args: str) -> str:
+    """A git command's output in the working directory, or "unknown" (no git, no repository)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance(command: str, inputs: Sequence[str | os.PathLike] = (), extra: Mapping | None = None) -> dict:
+    """What produced a set of numbers: the command, the git commit, package versions, input checksums."""
+    versions = package_versions()
     checksums = {portable_name(path): file_sha256(path)[:16] for path in inputs}
     record = {"command": command, "git_commit": git("rev-parse", "HEAD"),
               # results/ is the stored reference, not code: a run resumed after `make promote` is clean.

@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from reranker import run_metadata
 from reranker.cli import add_config
 from reranker.flags import checked
 from reranker.formats.errors import InputError, exits_on_input_error
@@ -209,6 +210,24 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
     return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
 
 
+def metadata(command: str, config: Mapping, args: argparse.Namespace, default: RetrievalParams,
+             fold_params: Mapping[str, RetrievalParams], depth: int, resources: Mapping) -> dict:
+    """The run's ir_metadata: the index's analyser, the parameters (per fold where they differ), the collection."""
+    step: dict[str, Any] = {"name": args.model, "method": f"{FIRST_STAGES[args.model].label} (Lucene via pyserini's LuceneSearcher)",
+                            "params": dataclasses.asdict(default) | {"depth": depth}}
+    step["params"].pop("model")
+    if not FIRST_STAGES[args.model].rm3:
+        step["params"] = {key: step["params"][key] for key in ("k1", "b", "depth")}
+    if fold_params:
+        step["params per fold"] = {fold: params.describe() for fold, params in fold_params.items()}
+    inputs = {"index": args.index, "topics": args.topics, "folds": args.folds}
+    if args.collection:
+        data, goal = run_metadata.data(config, args.collection, inputs), run_metadata.research_goal(config, args.collection)
+    else:
+        data, goal = {"files": run_metadata.files(inputs)}, {}
+    return run_metadata.metadata(command, [step], data, goal, run_metadata.indexing(args.index), resources=resources)
+
+
 @exits_on_input_error("retrieve")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker retrieve", description=__doc__.splitlines()[0])
@@ -232,11 +251,13 @@ def main(argv: list[str] | None = None) -> int:
 
     topics = read_topics_tsv(args.topics)
     started = time.perf_counter()
+    tracker = run_metadata.Tracker()
     if args.folds:
         run = retrieve_per_fold(args.index, topics, default, fold_params, read_folds(args.folds), depth, threads, heap)
     else:
         run = retrieve(args.index, topics, default, depth, threads, heap)
-    write_run(run, args.out, tag=args.model, depth=depth)
+    meta = metadata(run_metadata.command_line("retrieve", argv), config, args, default, fold_params, depth, tracker.record())
+    write_run(run, args.out, tag=args.model, depth=depth, metadata=meta)
     seconds = time.perf_counter() - started
     retrieved = sum(len(docs) for docs in run.values())
     print(f"{args.out}: {len(run)} queries, {retrieved / max(1, len(run)):.1f} docs/query, {seconds:.1f} s "

@@ -1,4 +1,8 @@
-"""TREC run files: `qid Q0 doc_id rank score tag`, ranked as trec_eval ranks them."""
+"""TREC run files: `qid Q0 doc_id rank score tag`, ranked as trec_eval ranks them.
+
+A line starting with `#` is a comment, as trec_eval (9.0.8 on) reads it: the ir_metadata header the stages
+write at the top of a run (reranker.formats.ir_metadata) is one, and no reader here takes it for a run line.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import NamedTuple
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
 from reranker.formats.ids import check_id, qid_key, qid_order
+from reranker.formats.ir_metadata import header
 from reranker.formats.text import fields_of_lines
 
 Run = dict[str, dict[str, float]]  # qid -> doc_id -> score
@@ -25,8 +30,10 @@ class RunLine(NamedTuple):
 
 
 def numbered_run_lines(path: str | os.PathLike) -> Iterator[tuple[int, RunLine]]:
-    """(line number, line) of a TREC run file (gzipped or not); a score must be a finite number."""
+    """(line number, line) of a TREC run file (gzipped or not), `#` lines skipped; a score must be a finite number."""
     for line_no, fields in fields_of_lines(path):
+        if fields[0][0] == "#":
+            continue
         if len(fields) != 6:
             raise FormatError(path, line_no, f"a run line has 6 fields (qid Q0 docid rank score tag), found {len(fields)}")
         qid, _, doc_id, rank, score, tag = fields
@@ -72,12 +79,16 @@ def top_k_docs(run: Run, k: int) -> dict[str, list[str]]:
     return {qid: [doc for doc, _ in sorted_docs(run[qid])[:k]] for qid in qid_order(run)}
 
 
-def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, tag: str, depth: int | None = None) -> None:
-    """Write a run in TREC format, ranked as trec_eval ranks it, atomically.
+def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, tag: str, depth: int | None = None,
+              metadata: Mapping | None = None) -> None:
+    """Write a run in TREC format, ranked as trec_eval ranks it, atomically; `metadata` (PRIMAD, see
+    reranker.run_metadata) as its ir_metadata header, with the run's tag.
 
     Scores keep 9 significant digits, enough to round-trip the float32 values trec_eval ranks by.
     """
     with atomic_write(path) as f:
+        if metadata is not None:
+            f.write(header({"tag": tag, **metadata}))
         for qid in sorted(run, key=qid_key):
             ranked = sorted_docs(run[qid])
             if depth is not None:
