@@ -42,7 +42,7 @@ from reranker.batching import pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.flags import overlay
-from reranker.formats.atomic import atomic_dir, write_lines
+from reranker.formats.atomic import atomic_dir, atomic_write, write_lines
 from reranker.formats.docs import iter_docs, read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.ids import qid_order
@@ -430,11 +430,9 @@ def resume_path(out_dir: str | os.PathLike) -> Path:
 
 
 def write_resume(path: Path, state: dict[str, Any]) -> None:
-    """Written beside and renamed: a kill while saving leaves the previous state intact."""
-    tmp = path.with_name(path.name + ".tmp")
-    path.parent.mkdir(parents=True, exist_ok=True)  # a chain's stages live in the checkpoint's folder
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    """Written beside and renamed: a kill, or a full disk, while saving leaves the previous state intact."""
+    with atomic_write(path, binary=True) as f:  # makes the folder: a chain's stages live in the checkpoint's
+        torch.save(state, f)
 
 
 def load_resume(path: Path, key: str) -> dict[str, Any] | None:
