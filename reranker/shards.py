@@ -137,7 +137,7 @@ def part_range(n_shards: int, part: tuple[int, int]) -> range:
     return range((index - 1) * n_shards // count, index * n_shards // count)
 
 
-class GatherError(ValueError):
+class GatherError(InputError):
     """Parts that do not make up one whole run."""
 
 
@@ -150,24 +150,24 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     metas = []
     for path in parts:
         if not Path(path).exists() or not meta_path(path).exists():
-            raise GatherError(f"gather: part {path} (or its .meta.json) does not exist; score it first")
+            raise GatherError(f"part {path} (or its .meta.json) does not exist; score it first")
         metas.append(check_sidecar(path))
     if not metas:
-        raise GatherError("gather: no parts given")
+        raise GatherError("no parts given")
     count = len(metas)
     order: dict[int, tuple[str | os.PathLike, dict[str, Any]]] = {}  # I -> (path, meta)
     for path, meta in zip(parts, metas):
         index, n = parse_part(meta.get("part", "1/1"))
         if n != count:
-            raise GatherError(f"gather: {path} is part {index}/{n}, but {count} parts were given")
+            raise GatherError(f"{path} is part {index}/{n}, but {count} parts were given")
         if index in order:
-            raise GatherError(f"gather: {path} and {order[index][0]} are both part {index}/{n}")
+            raise GatherError(f"{path} and {order[index][0]} are both part {index}/{n}")
         order[index] = (path, meta)
     same = ("fingerprint", "kind", "dtype", "max_length", "candidates", "shard_size", "plan_shards", "plan_pairs")
     for key in same:
         values = {json.dumps(meta.get(key)) for meta in metas}
         if len(values) > 1:
-            raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
+            raise GatherError(f"the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
     ordered = [order[i] for i in range(1, count + 1)]
     output = join_unit_scores([path for path, _ in ordered], out)
     first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}

@@ -1193,7 +1193,7 @@ def parse_source(spec: str) -> Source:
     """`NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]`."""
     parts = spec.split(":")
     if len(parts) not in (5, 6) or not all(parts):
-        raise argparse.ArgumentTypeError(f"--source {spec!r}: expected NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]")
+        raise InputError(f"--source {spec!r}: expected NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]")
     name, docs, topics, qrels, run = parts[:5]
     return Source(name, Path(docs), Path(topics), Path(qrels), Path(run),
                   read_qids(parts[5]) if len(parts) == 6 else None)
@@ -1235,7 +1235,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--train-qids", type=Path, help="file of the query ids to train on (default: all judged)")
     p.add_argument("--name", help="source name (default: the docs file's folder)")
     p.add_argument("--relevant-min-grade", type=int, help="lowest relevant grade (default: the collection's, else 1)")
-    p.add_argument("--source", action="append", type=parse_source, default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
+    p.add_argument("--source", action="append", default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
     p.add_argument("--mix", action="store_true", help="train on the --source collections shuffled together, in one "
                    "stage (default: in turn, each from the previous weights)")
     add_config(p, "training:, the --checkpoint's entry and lineage, its collections' relevant_min_grade")
@@ -1253,18 +1253,19 @@ def parser() -> argparse.ArgumentParser:
 def fetched_model(entry: dict, name: str, flag: str) -> str:
     """A fetched checkpoint's hub id or folder; a fine-tuned one's folder must be handed in."""
     if entry["source"] != "hf":
-        raise SystemExit(f"checkpoint {name} is fine-tuned: give {flag}, the folder training wrote")
+        raise InputError(f"checkpoint {name} is fine-tuned: give {flag}, the folder training wrote")
     return entry["model"]
 
 
 @exits_on_input_error("train")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.source = [parse_source(spec) for spec in args.source]  # here, not as argparse's type: a one-line error
     single = [args.docs, args.topics, args.qrels, args.run]
     if args.source and any(single):
-        raise SystemExit("give either --docs/--topics/--qrels/--run or --source, not both")
+        raise InputError("give either --docs/--topics/--qrels/--run or --source, not both")
     if not args.source and not all(single):
-        raise SystemExit("give --docs, --topics, --qrels and --run (or --source, repeated for a chain)")
+        raise InputError("give --docs, --topics, --qrels and --run (or --source, repeated for a chain)")
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
@@ -1276,7 +1277,7 @@ def main(argv: list[str] | None = None) -> int:
         # with --config, the folders the rule hands for the checkpoints the settings name, as --base
         folders = {setting: flags.pop(setting, None) for setting in CHECKPOINT_SETTINGS}
         if not args.checkpoint or flags or args.mix or args.relevant_min_grade is not None:
-            raise SystemExit("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
+            raise InputError("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
                              "--base, --teacher and --head-from, the folders of the checkpoints it names): its settings "
                              "come from the configuration")
         from reranker import settings as stage_settings
@@ -1302,13 +1303,13 @@ def main(argv: list[str] | None = None) -> int:
                     settings[head] = settings[head] or (entry.get("head") if entry["source"] == "hf" else None)
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
-                raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
+                raise InputError(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
                                  "queries: give --folds and one source")
             sources = [dataclasses.replace(sources[0], train_qids=fold_training_queries(
                 args.folds, checkpoint["train_fold"], sources[0].topics))]
     else:  # settings from flags alone; TrainingConfig's defaults are the schema's
         if args.base is None:
-            raise SystemExit("give --base (or --config with --checkpoint)")
+            raise InputError("give --base (or --config with --checkpoint)")
         base, mix, settings = args.base, args.mix, flags
         if args.relevant_min_grade is not None:
             sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]

@@ -202,5 +202,6 @@ def test_gather_checks_each_part_and_records_the_whole(corpus, tiny_model_dir, c
     out.unlink()
     meta_path(out).unlink()
     assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 2
-    assert f"gather: {parts[1]} does not match the sha256 {meta_path(parts[1])} records" in capsys.readouterr().err
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the parts' progress bars
+    assert last.startswith(f"score: error: {parts[1]} does not match the sha256 {meta_path(parts[1])} records")
     assert not out.exists() and not meta_path(out).exists()
