@@ -342,9 +342,9 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
             if worker is None and after is not None:  # looked up after this shard's scores are cached
                 upcoming = start(after)
     finally:
+        progress.close()  # ended, so that an error's line is a line of its own
         if worker is not None:
             worker.shutdown(wait=True, cancel_futures=True)
-    progress.close()
     counts["output"] = join_unit_scores([shard_files[i] for i in shards], out)  # the sidecar's sha256, for readers
     counts["cache_rejected"] = cache.rejected - rejected_before if cache is not None else 0
     shutil.rmtree(directory)

@@ -957,11 +957,13 @@ class Loop:
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc=f"train {self.name}", file=sys.stderr)
-        if self.step == 0:  # the untrained head, the reference for every later pass (a resumed loop has it)
-            self.validate()
-        while self.step < self.total_steps and not self.stopped_early:
-            self.epoch()
-        self.bar.close()
+        try:
+            if self.step == 0:  # the untrained head, the reference for every later pass (a resumed loop has it)
+                self.validate()
+            while self.step < self.total_steps and not self.stopped_early:
+                self.epoch()
+        finally:
+            self.bar.close()  # ended, so that an error's line is a line of its own
         if self.best.get("state") is not None:
             self.model.load_state_dict(self.best["state"])
         self.model.eval()

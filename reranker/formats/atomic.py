@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from reranker.formats.errors import disk_full
+from reranker.formats.errors import FULL, disk_full
 
 
 def tmp_path(path: str | os.PathLike) -> Path:
@@ -38,8 +38,10 @@ def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
         os.replace(tmp, path)  # fails where `path` is a directory, say: the temporary file goes too
     except BaseException as err:
         tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT) and err.filename is None:
-            raise OSError(err.errno, err.strerror, str(path)) from err  # a failed write names no file: name it
+        full = disk_full(err)  # also under a writer's own error (torch.save's RuntimeError)
+        if full is not None and getattr(full, "filename", None) is None:  # a failed write names no file: name it
+            code = full.errno if isinstance(full, OSError) and full.errno in FULL else errno.ENOSPC
+            raise OSError(code, os.strerror(code), str(path)) from err
         raise
 
 
