@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores, write_unit_scores
 from reranker.models import load_classifier
+from reranker.records import resource_metas
 
 CORPUS = Path(__file__).parent / "bad_inputs" / "files"
 
@@ -158,3 +160,30 @@ def test_gather_checks_each_part_and_records_the_whole(corpus, tiny_model_dir, c
     last = capsys.readouterr().err.strip().splitlines()[-1]  # after the parts' progress bars
     assert last.startswith(f"score: error: {parts[1]} does not match the sha256 {meta_path(parts[1])} records")
     assert not out.exists() and not meta_path(out).exists()
+
+
+def test_fold_runs_are_joined_as_cat_joins_them_checked_and_recorded(corpus, tiny_model_dir, capsys):
+    """Radboud's join (workflow/rules/radboud.smk, once `cat`): each fold's checkpoint scores its test queries;
+    `score join` writes the bytes `cat` wrote, refuses a fold file changed since it was scored, and gives the
+    whole a sidecar for fuse to check, which the resources table does not count as a run of its own."""
+    work = corpus / "work"
+    folds = [work / "scores" / "c" / f"radboud-f{qid}" / "run.tsv" for qid in ("1", "2")]
+    for qid, path in zip(("1", "2"), folds):
+        sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", path,
+                     candidates=2, batch_size=4, device="cpu", queries=frozenset({qid}))
+    out = work / "scores" / "c" / "radboud" / "joined.tsv"
+    assert sc.main(["join", "--parts", *map(str, folds), "--out", str(out)]) == 0
+    cat = subprocess.run(["cat", *map(str, folds)], capture_output=True, check=True).stdout
+    assert out.read_bytes() == cat and set(read_unit_scores(out)) == {"1", "2"}
+    meta = json.loads(meta_path(out).read_text())
+    assert meta["output"] == describe(out) and meta["pairs"] == len(cat.splitlines()) and meta["joined"] == list(map(str, folds))
+    assert set(resource_metas(work)) == {meta_path(path) for path in folds}
+
+    text = folds[0].read_text()
+    folds[0].write_text(text[:-2] + ("8" if text[-2] != "8" else "9") + "\n")  # one digit of the last score
+    out.unlink()
+    capsys.readouterr()
+    assert sc.main(["join", "--parts", *map(str, folds), "--out", str(out)]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"score: error: {folds[0]} does not match the sha256 {meta_path(folds[0])} records")
+    assert not out.exists()
