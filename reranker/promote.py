@@ -7,6 +7,8 @@ old or new, never truncated), the marker is removed and the staging folder with 
 marker, the reference is untouched (the next promote clears the staging folder); killed after it, the
 reference mixes old and new files until a promote finishes the swap from the staging folder (`finish`,
 which every promote runs first). `compare` refuses a reference holding the marker (`refuse_if_interrupted`).
+Two promotes into one reference would stage into one folder and swap at once: each holds a lock on
+`<reference>/.promote.lock` (an flock, gone with its holder however it ends), and a second is refused.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import shutil
 import time
 from pathlib import Path
 
-from reranker.formats.atomic import write_json
+from reranker.formats.atomic import file_lock, write_json
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.layout import PUBLISHED, PUBLISHED_FILES
 
 MARKER = ".promote-in-progress"
+LOCK = ".promote.lock"
 # Seconds to sleep after each staged file and each rename: only so that a test can SIGKILL a promote midway
 # (tests/test_compare.py); unset, no pause.
 PAUSE = "BIRCH_PROMOTE_PAUSE"
@@ -111,6 +114,14 @@ def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[int | 
     if run_dir.resolve() == reference.resolve():
         raise InputError(f"{run_dir}: the run folder is the reference itself, so there is nothing to promote; "
                          "give the run a run_dir of its own in the configuration")
+    with file_lock(reference / LOCK, wait=False) as held:
+        if not held:
+            raise InputError(f"{reference}: another promote into it is running (it holds {reference / LOCK}); "
+                             "let it end, then compare, or promote again")
+        return _promote(run_dir, reference, prune)
+
+
+def _promote(run_dir: Path, reference: Path, prune: bool) -> tuple[int | None, list[Path], list[Path]]:
     finished = finish(reference)
     made, not_made = plan(run_dir, reference)
     staging = staging_dir(reference)

@@ -209,13 +209,13 @@ def resource_subject(stage: str, name: str, groups: Sequence[str] = ()) -> str:
 
 def resource_metas(work_dir: str | os.PathLike, groups: Sequence[str] = ()) -> dict[Path, tuple[str, str, dict]]:
     """Path -> (stage, subject, meta) of every checkpoint and score run under a run's work folder; score
-    parts count once, through their gathered meta."""
+    parts count once, through their gathered meta, and runs joined (`score join`) through their own."""
     work = Path(work_dir)
     found = {path: ("train", resource_subject("train", path.parent.name, groups), json.loads(path.read_text()))
              for path in sorted(work.glob("checkpoints/*/reranker.json"))}
     for path in sorted(work.glob("scores/*/**/*.meta.json")):
         meta = json.loads(path.read_text())
-        if meta.get("part", "1/1") == "1/1":
+        if meta.get("part", "1/1") == "1/1" and "joined" not in meta:
             found[path] = ("score", path.relative_to(work / "scores").parts[0], meta)
     return found
 

@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     default, fold_params = params_from_config(config, args.model, args.collection)
     depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], checked("--threads", args.threads, "threads")
     if fold_params and not args.folds:
-        parser.error(f"the configuration sets per-fold parameters for folds {sorted(fold_params)}; pass --folds")
+        raise InputError(f"the configuration sets per-fold parameters for folds {', '.join(sorted(fold_params))}"
+                         f"{f' of {args.collection}' if args.collection else ''}: pass --folds, the folds JSON")
 
     topics = read_topics_tsv(args.topics)
     started = time.perf_counter()

@@ -25,7 +25,8 @@ resumes at the shards still missing, and scores again a shard or cache row whose
 are caches: reranker.shards, reranker.formats.score_cache; the meta counts `shards_rejected` and
 `cache_rejected`). `--part I/N` scores only the I-th of N contiguous blocks of
 those shards, so that one collection spreads over N jobs (a cluster's nodes); `score gather`
-concatenates the parts (the plan and the gather: reranker.shards). A shard's batches depend only on
+concatenates the parts (the plan and the gather: reranker.shards); `score join` concatenates whole runs of
+disjoint queries (Radboud's folds), each checked against its sidecar. A shard's batches depend only on
 its own pairs and the cache, and pairs of one query stay in one shard, so the gathered file equals
 an unsharded run's byte for byte (from the same cache state; two queries with the same text are the
 one way a pair can recur across shards). Scores are cached in SQLite (reranker.formats.score_cache)
@@ -76,8 +77,8 @@ from reranker.models import Classifier, check_length, load_classifier, pick_devi
 from reranker.objectives import argmax_score
 from reranker.registry import RANKINGS, SCORE_KINDS
 from reranker.shards import (
-    GatherError,
     gather_parts,
+    join_runs,
     parse_part,
     part_range,
     plan_digest,
@@ -343,9 +344,9 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
             if worker is None and after is not None:  # looked up after this shard's scores are cached
                 upcoming = start(after)
     finally:
+        progress.close()  # ended, so that an error's line is a line of its own
         if worker is not None:
             worker.shutdown(wait=True, cancel_futures=True)
-    progress.close()
     counts["output"] = join_unit_scores([shard_files[i] for i in shards], out)  # the sidecar's sha256, for readers
     counts["cache_rejected"] = cache.rejected - rejected_before if cache is not None else 0
     shutil.rmtree(directory)
@@ -406,17 +407,18 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
     return meta
 
 
-def gather_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reranker score gather",
-                                     description="Concatenate the parts of a sharded score run (score --part I/N).")
-    parser.add_argument("--parts", nargs="+", required=True, help="the part TSVs, any order")
-    parser.add_argument("--out", required=True, help="the gathered TSV")
+JOINS = {"gather": ("Concatenate the parts of a sharded score run (score --part I/N).", gather_parts),
+         "join": ("Concatenate whole score runs of disjoint queries (one per fold), in the order given.", join_runs)}
+
+
+def join_main(verb: str, argv: list[str]) -> int:
+    """`score gather` or `score join`: each part checked against its sidecar, the whole given one."""
+    about, join = JOINS[verb]
+    parser = argparse.ArgumentParser(prog=f"python -m reranker score {verb}", description=about)
+    parser.add_argument("--parts", nargs="+", required=True, help="the score TSVs (gather: any order)")
+    parser.add_argument("--out", required=True, help="the joined TSV")
     args = parser.parse_args(argv)
-    try:
-        meta = gather_parts(args.parts, args.out)
-    except (GatherError, ValueError) as err:
-        print(err if str(err).startswith("gather:") else f"gather: {err}", file=sys.stderr)
-        return 2
+    meta = join(args.parts, args.out)  # a part missing, foreign or changed: score's one line, exit 2
     print(f"{meta['pairs']} pairs from {len(args.parts)} parts -> {args.out}", file=sys.stderr)
     return 0
 
@@ -424,10 +426,11 @@ def gather_main(argv: list[str]) -> int:
 @exits_on_input_error("score")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["gather"]:
-        return gather_main(argv[1:])
+    if argv[:1] and argv[0] in JOINS:
+        return join_main(argv[0], argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0],
-                                     epilog="`python -m reranker score gather --parts ... --out OUT` joins --part runs.")
+                                     epilog="`python -m reranker score gather|join --parts ... --out OUT` joins --part "
+                                     "runs, or runs of disjoint queries.")
     parser.add_argument("--checkpoint", required=True, help="a checkpoint name of the configuration (checkpoints.yaml)")
     add_files(parser, "segments", "run", "topics", "out", optional=("qrels",), out="output TSV: qid, doc_id, unit, score",
               qrels="score only the queries these qrels judge (the others cannot be evaluated)")

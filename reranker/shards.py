@@ -10,7 +10,9 @@ done, so recomputing them is the cure; it costs time, never a wrong score.
 
 A part (`--part I/N`) is the I-th of N contiguous blocks of shards, so that one collection spreads
 over N jobs (a cluster's nodes); `gather_parts` joins their files in part order, and the result
-equals an unsharded run's byte for byte. Each part is checked against its sidecar first.
+equals an unsharded run's byte for byte. Each part is checked against its sidecar first. `join_runs`
+joins whole runs of disjoint queries (a fold's checkpoint scores its test queries) as `cat` would,
+each checked the same way, and records the whole in a sidecar of its own.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def part_range(n_shards: int, part: tuple[int, int]) -> range:
     return range((index - 1) * n_shards // count, index * n_shards // count)
 
 
-class GatherError(ValueError):
+class GatherError(InputError):
     """Parts that do not make up one whole run."""
 
 
@@ -150,24 +152,24 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     metas = []
     for path in parts:
         if not Path(path).exists() or not meta_path(path).exists():
-            raise GatherError(f"gather: part {path} (or its .meta.json) does not exist; score it first")
+            raise GatherError(f"part {path} (or its .meta.json) does not exist; score it first")
         metas.append(check_sidecar(path))
     if not metas:
-        raise GatherError("gather: no parts given")
+        raise GatherError("no parts given")
     count = len(metas)
     order: dict[int, tuple[str | os.PathLike, dict[str, Any]]] = {}  # I -> (path, meta)
     for path, meta in zip(parts, metas):
         index, n = parse_part(meta.get("part", "1/1"))
         if n != count:
-            raise GatherError(f"gather: {path} is part {index}/{n}, but {count} parts were given")
+            raise GatherError(f"{path} is part {index}/{n}, but {count} parts were given")
         if index in order:
-            raise GatherError(f"gather: {path} and {order[index][0]} are both part {index}/{n}")
+            raise GatherError(f"{path} and {order[index][0]} are both part {index}/{n}")
         order[index] = (path, meta)
     same = ("fingerprint", "kind", "dtype", "max_length", "candidates", "shard_size", "plan_shards", "plan_pairs")
     for key in same:
         values = {json.dumps(meta.get(key)) for meta in metas}
         if len(values) > 1:
-            raise GatherError(f"gather: the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
+            raise GatherError(f"the parts disagree on {key} ({', '.join(sorted(values))}): not one run")
     ordered = [order[i] for i in range(1, count + 1)]
     output = join_unit_scores([path for path, _ in ordered], out)
     first = {k: v for k, v in ordered[0][1].items() if k not in ("part", "first_shard", "plan_shards", "plan_pairs")}
@@ -179,5 +181,22 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
             "device_usage": combine_usage([meta.get("device_usage") for _, meta in ordered])}
     meta["pairs_per_second"] = round(meta["pairs"] / meta["seconds"], 1) if meta["seconds"] else None
     meta["model_pairs_per_second"] = round(meta["scored"] / meta["model_seconds"], 1) if meta["scored"] else None
+    write_json(meta_path(out), meta, indent=2, sort_keys=True)
+    return meta
+
+
+def join_runs(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict[str, Any]:
+    """Concatenate whole score runs (each its own sidecar's, e.g. one per fold) in the order given into `out`, the
+    bytes `cat` makes; write and return its meta: the parts, their pairs, and `output` for its readers. `joined`
+    marks it a file of runs counted on their own (reranker.records counts each run's time once)."""
+    metas = []
+    for path in parts:
+        meta = check_sidecar(path) if Path(path).exists() else None
+        if meta is None:
+            raise GatherError(f"{path} (or its .meta.json) does not exist; score it first")
+        metas.append(meta)
+    output = join_unit_scores(parts, out)
+    meta = {"joined": [str(path) for path in parts], "pairs": sum(meta.get("pairs", 0) for meta in metas),
+            "output": output}
     write_json(meta_path(out), meta, indent=2, sort_keys=True)
     return meta

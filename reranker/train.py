@@ -42,7 +42,7 @@ from reranker.batching import pad_batch, pad_id, tokenize_pairs
 from reranker.cli import add_config
 from reranker.config import defaults as config_defaults
 from reranker.flags import overlay
-from reranker.formats.atomic import atomic_dir, write_lines
+from reranker.formats.atomic import atomic_dir, atomic_write, write_lines
 from reranker.formats.docs import iter_docs, read_docs
 from reranker.formats.errors import FormatError, InputError, exits_on_input_error
 from reranker.formats.ids import qid_order
@@ -430,11 +430,9 @@ def resume_path(out_dir: str | os.PathLike) -> Path:
 
 
 def write_resume(path: Path, state: dict[str, Any]) -> None:
-    """Written beside and renamed: a kill while saving leaves the previous state intact."""
-    tmp = path.with_name(path.name + ".tmp")
-    path.parent.mkdir(parents=True, exist_ok=True)  # a chain's stages live in the checkpoint's folder
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    """Written beside and renamed: a kill, or a full disk, while saving leaves the previous state intact."""
+    with atomic_write(path, binary=True) as f:  # makes the folder: a chain's stages live in the checkpoint's
+        torch.save(state, f)
 
 
 def load_resume(path: Path, key: str) -> dict[str, Any] | None:
@@ -959,11 +957,13 @@ class Loop:
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=self.total_steps, initial=self.step, unit="step", desc=f"train {self.name}", file=sys.stderr)
-        if self.step == 0:  # the untrained head, the reference for every later pass (a resumed loop has it)
-            self.validate()
-        while self.step < self.total_steps and not self.stopped_early:
-            self.epoch()
-        self.bar.close()
+        try:
+            if self.step == 0:  # the untrained head, the reference for every later pass (a resumed loop has it)
+                self.validate()
+            while self.step < self.total_steps and not self.stopped_early:
+                self.epoch()
+        finally:
+            self.bar.close()  # ended, so that an error's line is a line of its own
         if self.best.get("state") is not None:
             self.model.load_state_dict(self.best["state"])
         self.model.eval()
@@ -1195,7 +1195,7 @@ def parse_source(spec: str) -> Source:
     """`NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]`."""
     parts = spec.split(":")
     if len(parts) not in (5, 6) or not all(parts):
-        raise argparse.ArgumentTypeError(f"--source {spec!r}: expected NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]")
+        raise InputError(f"--source {spec!r}: expected NAME:DOCS:TOPICS:QRELS:RUN[:TRAIN_QIDS]")
     name, docs, topics, qrels, run = parts[:5]
     return Source(name, Path(docs), Path(topics), Path(qrels), Path(run),
                   read_qids(parts[5]) if len(parts) == 6 else None)
@@ -1237,7 +1237,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--train-qids", type=Path, help="file of the query ids to train on (default: all judged)")
     p.add_argument("--name", help="source name (default: the docs file's folder)")
     p.add_argument("--relevant-min-grade", type=int, help="lowest relevant grade (default: the collection's, else 1)")
-    p.add_argument("--source", action="append", type=parse_source, default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
+    p.add_argument("--source", action="append", default=[], metavar="NAME:DOCS:TOPICS:QRELS:RUN[:QIDS]")
     p.add_argument("--mix", action="store_true", help="train on the --source collections shuffled together, in one "
                    "stage (default: in turn, each from the previous weights)")
     add_config(p, "training:, the --checkpoint's entry and lineage, its collections' relevant_min_grade")
@@ -1255,18 +1255,19 @@ def parser() -> argparse.ArgumentParser:
 def fetched_model(entry: dict, name: str, flag: str) -> str:
     """A fetched checkpoint's hub id or folder; a fine-tuned one's folder must be handed in."""
     if entry["source"] != "hf":
-        raise SystemExit(f"checkpoint {name} is fine-tuned: give {flag}, the folder training wrote")
+        raise InputError(f"checkpoint {name} is fine-tuned: give {flag}, the folder training wrote")
     return entry["model"]
 
 
 @exits_on_input_error("train")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.source = [parse_source(spec) for spec in args.source]  # here, not as argparse's type: a one-line error
     single = [args.docs, args.topics, args.qrels, args.run]
     if args.source and any(single):
-        raise SystemExit("give either --docs/--topics/--qrels/--run or --source, not both")
+        raise InputError("give either --docs/--topics/--qrels/--run or --source, not both")
     if not args.source and not all(single):
-        raise SystemExit("give --docs, --topics, --qrels and --run (or --source, repeated for a chain)")
+        raise InputError("give --docs, --topics, --qrels and --run (or --source, repeated for a chain)")
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
@@ -1278,7 +1279,7 @@ def main(argv: list[str] | None = None) -> int:
         # with --config, the folders the rule hands for the checkpoints the settings name, as --base
         folders = {setting: flags.pop(setting, None) for setting in CHECKPOINT_SETTINGS}
         if not args.checkpoint or flags or args.mix or args.relevant_min_grade is not None:
-            raise SystemExit("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
+            raise InputError("with --config, name the --checkpoint and give no --mix or hyper-parameter flags (only "
                              "--base, --teacher and --head-from, the folders of the checkpoints it names): its settings "
                              "come from the configuration")
         from reranker import settings as stage_settings
@@ -1304,13 +1305,13 @@ def main(argv: list[str] | None = None) -> int:
                     settings[head] = settings[head] or (entry.get("head") if entry["source"] == "hf" else None)
         if checkpoint.get("train_fold") is not None:
             if args.folds is None or len(sources) != 1:
-                raise SystemExit(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
+                raise InputError(f"checkpoint {args.checkpoint} trains on fold {checkpoint['train_fold']}'s training "
                                  "queries: give --folds and one source")
             sources = [dataclasses.replace(sources[0], train_qids=fold_training_queries(
                 args.folds, checkpoint["train_fold"], sources[0].topics))]
     else:  # settings from flags alone; TrainingConfig's defaults are the schema's
         if args.base is None:
-            raise SystemExit("give --base (or --config with --checkpoint)")
+            raise InputError("give --base (or --config with --checkpoint)")
         base, mix, settings = args.base, args.mix, flags
         if args.relevant_min_grade is not None:
             sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]

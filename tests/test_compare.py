@@ -1,18 +1,14 @@
-"""A run against its reference: exact for Lucene numbers, a tolerance for model numbers; promotion."""
+"""A run against its reference: exact for Lucene numbers, a tolerance for model numbers; promotion. A promote
+killed midway, and two at once: tests/test_faults.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import yaml
 
-from reranker import compare, promote
+from reranker import compare
 from reranker.config import load_config, write_resolved
 
 
@@ -98,66 +94,6 @@ def test_promoting_a_partial_run_keeps_what_it_did_not_make_unless_pruned(tmp_pa
     assert f"kept, not made by this run: {other}" in capsys.readouterr().out
     assert compare.main(["--config", str(path), "--promote", "--prune"]) == 0
     assert not other.exists() and (tmp_path / "ref" / "tables" / "birch_main.md").exists()
-
-
-def promotable(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A run whose six published files all differ from the reference's: (config, run, reference)."""
-    path = setup(tmp_path, 0.35, 0.25)
-    run, ref = tmp_path / "run", tmp_path / "ref"
-    for name in ("radboud_2_1", "ntnu_5_1"):
-        for folder, value in ((run, 0.5), (ref, 0.4)):
-            numbers(folder / "numbers" / f"{name}.json", {"c": {"BERT": {"RR@10": value}}})
-            (folder / "tables" / f"{name}.md").write_text(f"{value}\n")
-    return path, run, ref
-
-
-def published(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def kill_when(command: list[str], ready) -> None:
-    """Start `command` with a pause after each staged file and rename (promote.PAUSE), SIGKILL it once `ready()`."""
-    process = subprocess.Popen(command, env={**os.environ, promote.PAUSE: "0.2"}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not ready() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    os.kill(process.pid, signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL, "the promote ended before it was killed"
-
-
-def test_a_promote_killed_mid_swap_is_refused_by_compare_then_finished_by_the_next_promote(tmp_path, capsys):
-    """Issue 59: a killed promote left new tables beside old numbers, and no sign of it. Now the reference holds a
-    marker from the first rename to the last; compare refuses it, and the next promote finishes the swap."""
-    path, run, ref = promotable(tmp_path)
-    old, new = published(ref), published(run)
-    marker = ref / promote.MARKER
-
-    def swapping() -> bool:
-        return marker.exists() and any(published(ref).get(name) == data for name, data in new.items())
-    kill_when([sys.executable, "-m", "reranker", "compare", "--config", str(path), "--promote"], swapping)
-    mixed = {name: data for name, data in published(ref).items() if name != promote.MARKER}
-    assert marker.exists() and all(data for data in mixed.values())  # no file cut short
-    assert {mixed[n] == new[n] for n in new} == {True, False} and all(mixed[n] in (old[n], new[n]) for n in new)
-    capsys.readouterr()
-    assert compare.main(["--config", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{marker}: a promote of {run} was interrupted" in err and "--promote" in err
-    assert compare.main(["--config", str(path), "--promote"]) == 0
-    assert "finished an interrupted promote" in capsys.readouterr().out
-    assert published(ref) == new and not promote.staging_dir(ref).exists()
-    assert compare.main(["--config", str(path)]) == 0
-
-
-def test_a_promote_killed_while_staging_leaves_the_reference_as_it_was(tmp_path, capsys):
-    path, run, ref = promotable(tmp_path)
-    old, new, staging = published(ref), published(run), promote.staging_dir(ref)
-    kill_when([sys.executable, "-m", "reranker", "compare", "--config", str(path), "--promote"],
-              lambda: staging.is_dir() and len(published(staging)) >= 2)
-    assert published(ref) == old and staging.is_dir()
-    assert compare.main(["--config", str(path)]) == 1  # the old reference, whole: the run drifts from it
-    assert compare.main(["--config", str(path), "--promote"]) == 0
-    assert published(ref) == new and not staging.exists()
 
 
 def test_promoting_the_reference_onto_itself_is_refused_in_one_line(tmp_path, capsys):

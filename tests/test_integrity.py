@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores, write_unit_scores
 from reranker.models import load_classifier
+from reranker.records import resource_metas
 
 CORPUS = Path(__file__).parent / "bad_inputs" / "files"
 
@@ -44,36 +46,7 @@ def pairs() -> list[sc.UnitPair]:
                          read_segments(CORPUS / "segments.jsonl"), 2)
 
 
-def flip(blob: bytes, at: int = 3) -> bytes:
-    """One byte changed: at 3, a little-endian float32's sign and high exponent bits."""
-    changed = bytearray(blob)
-    changed[at] ^= 0x3C
-    return bytes(changed)
-
-
-# ---------------------------------------------------------------- the score cache
-
-@pytest.mark.parametrize("damage", ["flipped byte", "stored as a float"])
-def test_a_cache_row_changed_in_place_is_scored_again_not_served(tmp_path, capsys, damage):
-    values = np.array([-0.0201, 1.5], dtype=np.float32)
-    key, other = ScoreCache.key(["m"], "q", "t"), ScoreCache.key(["m"], "q", "u")
-    cache = ScoreCache(tmp_path)
-    cache.put([(key, values), (other, values + 1)])
-    cache.close()
-    with sqlite3.connect(tmp_path / "scores.sqlite") as db:
-        blob = db.execute("SELECT logits FROM logits WHERE key = ?", (key,)).fetchone()[0]
-        db.execute("UPDATE logits SET logits = ? WHERE key = ?", (flip(blob) if damage == "flipped byte" else -0.0201, key))
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"  # SQLite sees nothing wrong
-
-    cache = ScoreCache(tmp_path)
-    found = cache.get([key, other])
-    assert list(found) == [other] and cache.rejected == 1
-    assert "1 rows of" in capsys.readouterr().err
-    cache.put([(key, values), (other, values + 7)])  # the rejected row is replaced; a good one keeps its value
-    found = cache.get([key, other])
-    assert np.array_equal(found[key], values) and np.array_equal(found[other], values + 1) and cache.rejected == 1
-    cache.close()
-
+# ---------------------------------------------------------------- the score cache (a flipped byte: tests/test_faults.py)
 
 def test_an_older_cache_without_checksums_is_migrated_by_scoring_again(tmp_path, capsys):
     """The decision for caches of the older schema: their rows cannot be checked, so each is scored again
@@ -93,24 +66,6 @@ def test_an_older_cache_without_checksums_is_migrated_by_scoring_again(tmp_path,
         db.execute("INSERT OR IGNORE INTO logits (key, logits) VALUES (?, ?)", (other, values.tobytes()))
         assert db.execute("SELECT logits FROM logits WHERE key = ?", (key,)).fetchone()[0] == values.tobytes()
     assert cache.get([other]) == {} and cache.rejected == 2
-    cache.close()
-
-
-def test_scores_from_a_damaged_cache_are_those_of_a_sound_one(scorer, pairs, tmp_path):
-    cache = ScoreCache(tmp_path / "cache")
-    first = sc.score_pairs_sharded(scorer, pairs, tmp_path / "first.tsv", cache=cache, shard_size=4)
-    assert first["cache_rejected"] == 0 and first["scored"] == len({(p.query, p.text) for p in pairs}) > 6
-    with sqlite3.connect(cache.path) as db:
-        key, blob = db.execute("SELECT key, logits FROM logits ORDER BY key LIMIT 1").fetchone()
-        at = 4 * scorer.classifier.relevant_index + 3  # in the logit the score reads
-        db.execute("UPDATE logits SET logits = ? WHERE key = ?", (flip(blob, at), key))
-    stored, served = (scorer.read(np.frombuffer(b, dtype=np.float32)[None].copy())[0] for b in (blob, flip(blob, at)))
-    assert abs(stored - served) > 1e-3  # what serving the damaged row would have changed
-    again = sc.score_pairs_sharded(scorer, pairs, tmp_path / "again.tsv", cache=cache, shard_size=4)
-    assert again["cache_rejected"] == 1 and again["scored"] == 1 and again["cache_hits"] == len(pairs) - 1
-    before, after = (read_unit_scores(tmp_path / name) for name in ("first.tsv", "again.tsv"))
-    flat = [(v, w) for q in before for d in before[q] for v, w in zip(before[q][d], after[q][d])]
-    assert max(abs(v - w) for v, w in flat) < 1e-5  # recomputed (in a batch of its own), not served
     cache.close()
 
 
@@ -202,5 +157,33 @@ def test_gather_checks_each_part_and_records_the_whole(corpus, tiny_model_dir, c
     out.unlink()
     meta_path(out).unlink()
     assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 2
-    assert f"gather: {parts[1]} does not match the sha256 {meta_path(parts[1])} records" in capsys.readouterr().err
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the parts' progress bars
+    assert last.startswith(f"score: error: {parts[1]} does not match the sha256 {meta_path(parts[1])} records")
     assert not out.exists() and not meta_path(out).exists()
+
+
+def test_fold_runs_are_joined_as_cat_joins_them_checked_and_recorded(corpus, tiny_model_dir, capsys):
+    """Radboud's join (workflow/rules/radboud.smk, once `cat`): each fold's checkpoint scores its test queries;
+    `score join` writes the bytes `cat` wrote, refuses a fold file changed since it was scored, and gives the
+    whole a sidecar for fuse to check, which the resources table does not count as a run of its own."""
+    work = corpus / "work"
+    folds = [work / "scores" / "c" / f"radboud-f{qid}" / "run.tsv" for qid in ("1", "2")]
+    for qid, path in zip(("1", "2"), folds):
+        sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", path,
+                     candidates=2, batch_size=4, device="cpu", queries=frozenset({qid}))
+    out = work / "scores" / "c" / "radboud" / "joined.tsv"
+    assert sc.main(["join", "--parts", *map(str, folds), "--out", str(out)]) == 0
+    cat = subprocess.run(["cat", *map(str, folds)], capture_output=True, check=True).stdout
+    assert out.read_bytes() == cat and set(read_unit_scores(out)) == {"1", "2"}
+    meta = json.loads(meta_path(out).read_text())
+    assert meta["output"] == describe(out) and meta["pairs"] == len(cat.splitlines()) and meta["joined"] == list(map(str, folds))
+    assert set(resource_metas(work)) == {meta_path(path) for path in folds}
+
+    text = folds[0].read_text()
+    folds[0].write_text(text[:-2] + ("8" if text[-2] != "8" else "9") + "\n")  # one digit of the last score
+    out.unlink()
+    capsys.readouterr()
+    assert sc.main(["join", "--parts", *map(str, folds), "--out", str(out)]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"score: error: {folds[0]} does not match the sha256 {meta_path(folds[0])} records")
+    assert not out.exists()

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from reranker.formats.errors import FULL, disk_full
+
 
 def tmp_path(path: str | os.PathLike) -> Path:
     path = Path(path)
@@ -25,7 +27,7 @@ def tmp_path(path: str | os.PathLike) -> Path:
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
     """Open `<path>.tmp` for writing (UTF-8 text with `\\n` lines, or bytes); rename it to `path`
-    when the block succeeds, remove it when the block fails."""
+    when the block succeeds, remove it when the block or the rename fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path(path)
@@ -33,12 +35,14 @@ def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
     try:
         with f:
             yield f
+        os.replace(tmp, path)  # fails where `path` is a directory, say: the temporary file goes too
     except BaseException as err:
         tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT) and err.filename is None:
-            raise OSError(err.errno, err.strerror, str(path)) from err  # a failed write names no file: name it
+        full = disk_full(err)  # also under a writer's own error (torch.save's RuntimeError)
+        if full is not None and getattr(full, "filename", None) is None:  # a failed write names no file: name it
+            code = full.errno if isinstance(full, OSError) and full.errno in FULL else errno.ENOSPC
+            raise OSError(code, os.strerror(code), str(path)) from err
         raise
-    os.replace(tmp, path)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
@@ -64,13 +68,18 @@ def atomic_dir(path: str | os.PathLike, last: str | None = None) -> Iterator[Pat
     """Build a directory in a fresh `<path>.tmp`, then publish it at `path` (see `publish_dir`).
 
     On error the partial `<path>.tmp` stays for inspection (error messages may name it); the next
-    build clears it. `path` itself is untouched.
+    build clears it. On a full disk it goes: the rerun needs its space. `path` itself is untouched.
     """
     path = Path(path)
     tmp = tmp_path(path)
     shutil.rmtree(tmp, ignore_errors=True)  # left by an interrupted build
     tmp.mkdir(parents=True)
-    yield tmp
+    try:
+        yield tmp
+    except BaseException as err:
+        if disk_full(err) is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     publish_dir(tmp, path, last)
 
 

@@ -12,21 +12,30 @@ place (one flipped byte turned a logit of -0.0201 into -3e-7). The cache is a ca
 fails, or has no checksum (an older cache, whose table gains the column on open), is recomputed
 rather than refused: `get` leaves it out, as a miss, says so on stderr and counts it in `rejected`
 (score's meta: `cache_rejected`), and the next `put` of its key replaces it.
+
+A full disk is an OSError (ENOSPC) naming the cache, one line as for any output (formats.errors). SQLite
+says "database or disk is full" where its database or log cannot grow, but only "disk I/O error"
+(SQLITE_IOERR_SHMSIZE) where its shared-memory file cannot: an I/O error with under 1 MiB free counts too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+LOW_SPACE = 1 << 20  # bytes free, below which SQLite's I/O error is taken for a full disk
 
 
 class ScoreCache:
@@ -47,17 +56,31 @@ class ScoreCache:
         # another process creates it; retry for a while. Two processes may add the column at once.
         for attempt in range(100):
             try:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS logits (key BLOB PRIMARY KEY, logits BLOB NOT NULL, "
-                                 "checksum BLOB) WITHOUT ROWID")
-                if "checksum" not in {row[1] for row in self._db.execute("PRAGMA table_info(logits)")}:
-                    self._db.execute("ALTER TABLE logits ADD COLUMN checksum BLOB")  # an older cache's table
-                self._db.commit()
+                with self._full_disk_named():
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("CREATE TABLE IF NOT EXISTS logits (key BLOB PRIMARY KEY, logits BLOB NOT NULL, "
+                                     "checksum BLOB) WITHOUT ROWID")
+                    if "checksum" not in {row[1] for row in self._db.execute("PRAGMA table_info(logits)")}:
+                        self._db.execute("ALTER TABLE logits ADD COLUMN checksum BLOB")  # an older cache's table
+                    self._db.commit()
                 break
             except sqlite3.OperationalError as err:
                 if not ("locked" in str(err) or "duplicate column" in str(err)) or attempt == 99:
                     raise
                 time.sleep(0.1)
+
+    @contextlib.contextmanager
+    def _full_disk_named(self) -> Iterator[None]:
+        """SQLite's errors of a full disk as an OSError naming the cache (the module says which)."""
+        try:
+            yield
+        except sqlite3.OperationalError as err:
+            name = getattr(err, "sqlite_errorname", "")
+            if name == "SQLITE_FULL" or (name.startswith("SQLITE_IOERR")
+                                         and shutil.disk_usage(self.path.parent).free < LOW_SPACE):
+                self._db.close()  # its files stay as SQLite left them, whole: a rerun opens them again
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path)) from err
+            raise
 
     @staticmethod
     def key(context: Sequence[Any], query: str, text: str) -> bytes:
@@ -74,7 +97,8 @@ class ScoreCache:
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT key, logits, checksum FROM logits WHERE key IN ({marks})", chunk).fetchall()
+            with self._full_disk_named():  # a reader maps the shared-memory file too
+                rows = self._db.execute(f"SELECT key, logits, checksum FROM logits WHERE key IN ({marks})", chunk).fetchall()
             for key, blob, checksum in rows:
                 if isinstance(blob, bytes) and checksum == self.checksum(key, blob):
                     found[key] = np.frombuffer(blob, dtype=np.float32)
@@ -95,7 +119,7 @@ class ScoreCache:
         for key, row in items:
             blob = np.asarray(row, dtype=np.float32).tobytes()
             rows.append((key, blob, self.checksum(key, blob)))
-        with self._db:
+        with self._full_disk_named(), self._db:
             self._db.executemany("INSERT OR IGNORE INTO logits (key, logits, checksum) VALUES (?, ?, ?)",
                                  [row for row in rows if row[0] not in self._stale])
             self._db.executemany("INSERT OR REPLACE INTO logits (key, logits, checksum) VALUES (?, ?, ?)",

@@ -75,17 +75,21 @@ rule score_radboud:
 
 
 rule join_fold_scores:
-    """The folds' test queries are disjoint: their scores joined make one file per reranker."""
+    """The folds' test queries are disjoint: their scores joined make one file per reranker, the bytes `cat`
+    makes; each fold's file is checked against the sidecar its score job wrote, and the whole gets its own."""
     input:
         lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking),
     output:
-        P("radboud_joined"),
+        scores=P("radboud_joined"),
+        meta=P("radboud_joined") + ".meta.json",
     log:
         P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
     benchmark:
         P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
+    conda:
+        ENV
     shell:
-        "cat {input} > {output} 2> {log}"
+        "python -m reranker score join --parts {input} --out {output.scores} 2> {log}"
 
 
 rule rerank_radboud:
