@@ -27,7 +27,8 @@ ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit"
                  "--params-out", "--threads", "--pair", "--original", "--evidence-out"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
-           ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement"), ("explain", "moves")}
+           ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement"), ("explain", "moves"),
+           ("score", "join")}
 
 
 def profile_files(profile: str) -> list[Path]:
