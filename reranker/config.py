@@ -169,6 +169,7 @@ CHECKPOINT_SETTINGS = {"teacher": "teacher_head", "head_from": None, "positive_f
 
 def _check_references(config: Mapping) -> None:
     """Names that must exist in a registry: the schema cannot say so."""
+    from reranker.registry import FIRST_STAGES
     collections, checkpoints = config["collections"], config["checkpoints"]
     problems = []
     named = [("baselines/collections", c) for c in config["baselines"]["collections"]]
@@ -181,6 +182,8 @@ def _check_references(config: Mapping) -> None:
     problems += [f"  baselines/provided_runs: {c} needs `run` and `run_model` (which first stage the run is)"
                  for c in config["baselines"]["provided_runs"]
                  if c in collections and not (collections[c].get("run") and collections[c].get("run_model"))]
+    problems += [f"  collections/{c}/runs/{name}: the name of a run the suite makes itself (work/runs/{c}/{name}.run): rename it"
+                 for c, entry in collections.items() for name in entry.get("runs") or {} if name in FIRST_STAGES or name == "provided"]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
     for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other
