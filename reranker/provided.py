@@ -34,13 +34,14 @@ def checked_lines(run_path: str | os.PathLike, topics_path: str | os.PathLike, q
     unknown = qid_order(set(ranked) - set(topics))
     if unknown:
         first = next(n for n, line in numbered_run_lines(run_path) if line.qid == unknown[0])
-        raise FormatError(run_path, first, f"{len(unknown)} queries are not topics of {topics_path} (e.g. {unknown[0]}): "
+        raise FormatError(run_path, first, f"query {unknown[0]} is not a topic of {topics_path} ({len(unknown)} such): "
                                            "is this run of another collection?")
     judged = read_qrels(qrels_path)
     missing = qid_order(q for q in topics if judged.get(q) and q not in ranked)
     if missing:
-        raise FormatError(run_path, None, f"{len(missing)} judged queries of {topics_path} have no ranking (e.g. {missing[0]}): "
-                                          "a provided run ranks every judged query, or its mean is over fewer queries than its rows'")
+        raise FormatError(run_path, None, f"judged query {missing[0]} of {topics_path} has no ranking ({len(missing)} such): "
+                                          "a provided run ranks every judged query, or its mean is over other queries than "
+                                          "the rows it is compared with")
     if docs_path is not None:
         known = {doc.doc_id for _, doc in iter_docs(docs_path)}
         for line_no, line in numbered_run_lines(run_path):

@@ -46,6 +46,13 @@ PENDING = ("Not in the stored numbers yet: the rows it needs come with the next 
            "and `tables split` then writes the split here from {stored}.")
 
 
+def _read_json(path: str | os.PathLike) -> object:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise FormatError(path, None, f"not valid JSON ({err}); make it again (rerun its rule, or git checkout the stored copy)") from None
+
+
 def _cell(numbers: Mapping, path: str | os.PathLike, group: str, row: str, measure: str) -> float:
     try:
         return float(numbers[group][row][measure])
@@ -155,7 +162,7 @@ def run_split(args: argparse.Namespace) -> int:
     if args.stored:
         if not args.into:
             raise InputError("--stored needs --into: the Markdown note whose split it rewrites")
-        stored = json.loads(Path(args.stored).read_text(encoding="utf-8"))
+        stored = _read_json(args.stored)
         if not isinstance(stored, dict) or not isinstance(stored.get("text"), str):
             raise FormatError(args.stored, None, "no `text`: expected a split written by `tables split --out`")
         note = Path(args.into).read_text(encoding="utf-8")
@@ -165,7 +172,9 @@ def run_split(args: argparse.Namespace) -> int:
     missing = [f"--{role.replace('_', '-')}" for role in ROLES if not getattr(args, role)] + (["--numbers"] if not args.numbers else [])
     if missing or not args.out:
         raise InputError(f"tables split: {', '.join(missing + ([] if args.out else ['--out']))} needed (or --stored and --into)")
-    document = json.loads(Path(args.numbers).read_text(encoding="utf-8"))
+    document = _read_json(args.numbers)
+    if not isinstance(document, dict):
+        raise FormatError(args.numbers, None, "expected a results table's numbers (a JSON object: tables results --numbers)")
     rows = {role: getattr(args, role) for role in ROLES}
     table_id = args.source_table or Path(args.numbers).stem
     source = read_source_numbers(args.sources).get(table_id) if args.sources else None

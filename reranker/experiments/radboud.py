@@ -95,7 +95,7 @@ def ranking_label(ranking: str) -> str:
 class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
-    named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants"))
+    named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants", "provided_candidates"))
 
     def tables(self) -> list[str]:
         return self.ranking_tables() + self.pretraining_tables()
