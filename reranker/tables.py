@@ -410,7 +410,7 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             collected[group] = json.loads(Path(path).read_text())
             inputs.append(path)
         table = stats_table(collected, args.caption)
-    table.notes += args.note
+    table.notes += args.note + [record["text"] for record in cells.get("note", [])]
     if args.sources:
         table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
         inputs.append(args.sources)

@@ -10,6 +10,7 @@ import pytest
 
 from reranker import evaluate, split, tables
 from reranker.formats.errors import FormatError
+from reranker.formats.table_spec import write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 QRELS = "".join(f"{q} 0 {d} {g}\n" for q in "1234" for d, g in (("a", 2), ("b", 1), ("c", 0)))
@@ -46,11 +47,13 @@ def table(tmp_path) -> Path:
         out = tmp_path / f"{i}.json"
         assert evaluate.main(["--run", str(run), "--qrels", str(tmp_path / "qrels.txt"), "--measures", "nDCG@20", "P@20",
                               "--out", str(out)]) == 0
-        cells.append(f"g:{row}:{out}")
+        cells.append({"group": "g", "row": row, "path": str(out)})
     (tmp_path / "sources.yaml").write_text(SOURCES)
-    assert tables.main(["results", "--eval", *cells, "--measures", "nDCG@20", "P@20", "--baseline-row", "BM25",
+    write_spec(tmp_path / "t_2_1.spec.json", {"eval": cells, "note": [{"text": "What the last two rows are."}]})
+    assert tables.main(["results", "--spec", str(tmp_path / "t_2_1.spec.json"), "--measures", "nDCG@20", "P@20", "--baseline-row", "BM25",
                         "--second-baseline-row", "BERT baseline", "--out", str(tmp_path / "t_2_1"),
                         "--numbers", str(tmp_path / "t_2_1.json"), "--sources", str(tmp_path / "sources.yaml")]) == 0
+    assert "\nWhat the last two rows are." in (tmp_path / "t_2_1.md").read_text()  # a spec's note: a line under the table
     return tmp_path / "t_2_1.json"
 
 

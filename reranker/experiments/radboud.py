@@ -171,7 +171,7 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
         values = [{"row": label, "column": AGREEMENT, "path": self.agreement(v, point, r), "key": "kendall_tau"}
                   for point in self.points[:1] for label, v, r in self.rows(table)]
         return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)],
-                "value": values, "value_format": [{"column": AGREEMENT, "format": ".3f"}]}
+                "value": values, "value_format": [{"column": AGREEMENT, "format": ".3f"}], "note": self.provided_notes(table)}
 
     # A provided run (the collection's `runs`, e.g. the thesis' own BM25) reranked by the baseline's checkpoints ------
     def provided_in(self, table: str) -> list[str]:
@@ -266,16 +266,18 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
                 f"Hardware: {arithmetic}; {threads} per job (the machine: the numbers' provenance). "
                 f"nDCG gains: Cranfield's codes mapped by collections.yaml `grades` (1 complete answer -> 4 .. "
                 f"4 minimum interest -> 1, -1 -> 0); nDCG@20 (thesis): the thesis' own measure, the -1 document "
-                f"counted as a complete answer (reranker/measures/radboud.py).{self.provided_caption(table)}")
+                f"counted as a complete answer (reranker/measures/radboud.py).")
 
-    def provided_caption(self, table: str) -> str:
-        """What the rows on a provided run's candidates are, for a table that has them."""
-        words = []
+    def provided_notes(self, table: str) -> list[dict]:
+        """What the rows on a provided run's candidates are: a line under a table that has them (a note, not the
+        caption, so that the tables before them keep theirs)."""
+        notes = []
         for name in self.provided_in(table):
             row, label = self.provided_row(name), self.section["provided_candidates"][name]["label"]
-            words.append(f" {label}: the baseline's own per-fold checkpoints (no new training) rerank the top "
-                         f"{self.section['candidates']} of {row}, the run `{name}` of collections.yaml, so that the gap to the "
-                         f"thesis splits into first stage and reranker ({PATTERNS['numbers'].format(table=SPLIT)}); "
-                         f"† and ‡ on both rows test against our BM25 and our baseline (‡ on {label}: the first stage's "
-                         f"part, one reranker on two candidate sets); a provided run's AP@1000 is over the documents it ranks.")
-        return "".join(words)
+            notes.append({"text": f"{label}: the baseline's own per-fold checkpoints (no new training) rerank the top "
+                                  f"{self.section['candidates']} of {row}, the run `{name}` of collections.yaml, so that the "
+                                  f"gap to the thesis splits into first stage and reranker "
+                                  f"({PATTERNS['numbers'].format(table=SPLIT)}); † and ‡ on both rows test against our BM25 "
+                                  f"and our baseline (‡ on {label}: the first stage's part, one reranker on two candidate "
+                                  f"sets); a provided run's AP@1000 is over the documents it ranks."})
+        return notes
