@@ -15,7 +15,7 @@ the two rows it compares, where the table has one.
     tables split --numbers numbers/radboud_2_1.json --sources source_numbers.yaml --first-stage BM25 \\
         --reranker "BERT baseline" --their-first-stage "BM25 (the thesis' run)" \\
         --on-theirs "BERT baseline on the thesis' candidates" --out numbers/radboud_split.json    (the DAG)
-    tables split --stored results/numbers/radboud_split.json --into results/radboud.md            (after a promote)
+    tables split --stored results/numbers/radboud_split.json --into results/radboud.md   (`make promote` runs it)
 
 The second writes the stored split's text between the markers of a Markdown note (BEGIN, END), and nothing else of
 the note; tests/test_split.py checks that the stored note holds what the stored numbers say.
