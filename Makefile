@@ -81,8 +81,11 @@ quick: setup
 
 # Make a finished run the new stored reference: `make promote` (default) or `make promote PROFILE=quick`.
 # File by file: stored files the run did not make are kept and listed; `make promote PRUNE=1` deletes them.
+# The default's promote also writes the stored split of the gap to the Radboud thesis into results/radboud.md.
 promote:
 	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote $(if $(PRUNE),--prune)
+	$(if $(filter default,$(PROFILE)),test ! -f results/numbers/radboud_split.json || \
+	  $(BIN)/python -m reranker tables split --stored results/numbers/radboud_split.json --into results/radboud.md)
 
 lint: setup
 	$(BIN)/ruff check reranker tests benchmarks

@@ -12,7 +12,7 @@ import sys
 STAGES = {
     "collections": "export a collection's docs, topics and qrels; dataset statistics",
     "index": "build a Lucene index with pyserini",
-    "retrieve": "BM25 and BM25+RM3 TREC runs",
+    "retrieve": "BM25 and BM25+RM3 TREC runs; a provided run, checked and copied",
     "segment": "split a run's top-K documents into sentences or word passages",
     "train": "fine-tune a BERT relevance classifier",
     "score": "score (query, unit) pairs with a checkpoint, cached and resumable",

@@ -173,6 +173,11 @@ class Collection(ABC):
         for key in self._file_descriptions():
             self._require(key)
 
+    def check_run(self, name: str) -> Path:
+        """A run of the entry's `runs` (one that comes with the collection) is there; else name it, and where it goes."""
+        run = self.entry["runs"][name]
+        return self._require_path(run["file"], f"runs: {name}: file", f"{name}, {run['label']}")
+
     def docs_iter(self) -> Iterator[Doc]:
         if self.run_only:
             raise DocumentsUnavailableError(f"{self.id} is run-only: {self._licence_note()}")

@@ -169,6 +169,7 @@ CHECKPOINT_SETTINGS = {"teacher": "teacher_head", "head_from": None, "positive_f
 
 def _check_references(config: Mapping) -> None:
     """Names that must exist in a registry: the schema cannot say so."""
+    from reranker.registry import FIRST_STAGES
     collections, checkpoints = config["collections"], config["checkpoints"]
     problems = []
     named = [("baselines/collections", c) for c in config["baselines"]["collections"]]
@@ -182,13 +183,13 @@ def _check_references(config: Mapping) -> None:
     problems += [f"  baselines/provided_runs: {c} needs `run` and `run_model` (which first stage the run is)"
                  for c in config["baselines"]["provided_runs"]
                  if c in collections and not (collections[c].get("run") and collections[c].get("run_model"))]
-    from reranker.registry import FIRST_STAGES
-
     problems += [f"  reproduction/{name}/run: {pair['run']!r} is neither a first stage ({', '.join(FIRST_STAGES)}) nor `provided`"
                  for name, pair in config["reproduction"].items() if pair["run"] not in {*FIRST_STAGES, "provided"}]
     problems += [f"  reproduction/{name}/run: provided, but collection {pair['collection']} has no `run`"
                  for name, pair in config["reproduction"].items()
                  if pair["run"] == "provided" and pair["collection"] in collections and not collections[pair["collection"]].get("run")]
+    problems += [f"  collections/{c}/runs/{name}: the name of a run the suite makes itself (work/runs/{c}/{name}.run): rename it"
+                 for c, entry in collections.items() for name in entry.get("runs") or {} if name in FIRST_STAGES or name == "provided"]
     used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
     used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
     for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other

@@ -2,7 +2,7 @@
 
 Parameters can differ per cross-validation fold, as in Birch's Robust04 runs (RM3 tuned per
 fold): each fold's test queries are searched with that fold's parameters and the results joined
-into one run.
+into one run. `retrieve provided` takes a run that comes with the collection instead (reranker.provided).
 """
 
 from __future__ import annotations
@@ -230,6 +230,11 @@ def metadata(command: str, config: Mapping, args: argparse.Namespace, default: R
 
 @exits_on_input_error("retrieve")
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["provided"]:  # a first stage that comes with the collection: checked and copied, no index
+        from reranker import provided
+
+        return provided.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker retrieve", description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="Lucene index built by `python -m reranker index`")
     parser.add_argument("--topics", required=True, help="topics.tsv: qid<TAB>text")

@@ -44,8 +44,9 @@ def measures(config: Mapping, collection_id: str | None = None) -> list[str]:
 
 
 # Keys that only tell a rule which file to hand a stage (the run a provided run is, the run negatives come
-# from): the file is the input, so they are no setting of the stage and a change reruns through the file.
-RULE_ONLY = ("run_model", "negatives_from")
+# from, the runs that come with a collection): the file is the input, so they are no setting of the stage and
+# a change reruns through the file.
+RULE_ONLY = ("run_model", "negatives_from", "runs")
 
 
 def _without_rule_only(settings: Mapping) -> dict:

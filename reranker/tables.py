@@ -301,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
                 "index": seed_index.main_index}[argv[0]](argv[1:])
     if argv[:1] == ["rerender"]:
         return main_rerender(argv[1:])
+    if argv[:1] == ["split"]:  # the gap to a source split into first stage and reranker, from a table's numbers
+        from reranker import split
+
+        parser = argparse.ArgumentParser(prog="python -m reranker tables")
+        split.add_parser(parser.add_subparsers(dest="kind", required=True))
+        return split.run_split(parser.parse_args(argv))
     parser = argparse.ArgumentParser(prog="python -m reranker tables",
                                      description="Tables from saved evaluations (reranker.evaluate JSON) or statistics.")
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -404,7 +410,7 @@ def write_table(args: argparse.Namespace) -> list[Path]:
             collected[group] = json.loads(Path(path).read_text())
             inputs.append(path)
         table = stats_table(collected, args.caption)
-    table.notes += args.note
+    table.notes += args.note + [record["text"] for record in cells.get("note", [])]
     if args.sources:
         table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
         inputs.append(args.sources)

@@ -47,6 +47,15 @@ class Experiment:
         return self.config["collections"][self.slug_to_id[collection_slug]]
 
     @property
+    def provided_names(self) -> list[str]:
+        """The names of the runs that come with collections (their `runs`), each once."""
+        return list(dict.fromkeys(name for entry in self.config["collections"].values() for name in entry.get("runs") or {}))
+
+    def provided_file(self, collection_slug: str, name: str) -> str:
+        """The file of a run that comes with a collection (its `runs`)."""
+        return self.collection(collection_slug)["runs"][name]["file"]
+
+    @property
     def target_slugs(self) -> list[str]:
         return [slug(t) for t in self.birch["targets"]]
 

@@ -177,3 +177,86 @@ def test_every_ranking_table_shows_each_rows_agreement_with_the_baseline():
     assert "Multi-label, fresh head, by argmax" in [v["row"] for v in spec["value"]]
     assert spec["value"][0]["path"].endswith("radboud.baseline.g1.relevant.agreement.json")
     assert radboud.baseline_run(1) == "radboud.baseline.g1.relevant"
+
+
+@pytest.mark.parametrize("profile", [[], ["quick.yaml"]], ids=["default", "quick"])
+def test_the_thesis_candidates_are_reranked_by_the_baselines_own_checkpoints_in_table_2_1(profile):
+    """Issue 60: the thesis' own BM25 run (cranfield's `runs`) and the baseline's per-fold checkpoints on its candidates
+    are the last rows of Table 2.1 at each grid point (the quick profile too: fold 1, its 5 candidates), and nowhere
+    else; the split of the gap is one of the plugin's outputs."""
+    from pathlib import Path
+
+    from reranker.config import CONFIG_DIR
+
+    config = load_config([CONFIG_DIR / name for name in profile])
+    radboud = Experiment(config).plugins["radboud"]
+    section = config["radboud"]
+    rows = [(r["row"], Path(r["path"]).name) for r in radboud.spec("radboud_2_1")["eval"]]
+    assert rows[-2:] == [("BM25 (the thesis' run)", "thesis-bm25.json"),
+                         ("BERT baseline on the thesis' candidates", "radboud.baseline.g1.relevant.on-thesis-bm25.json")]
+    assert rows[:-2] == [(r, p) for r, p in rows if "thesis" not in r]  # the existing rows, unchanged and first
+    assert not any("thesis" in r["row"] for r in radboud.spec("radboud_2_3")["eval"])
+    assert not any("thesis" in v["row"] for v in radboud.spec("radboud_2_1")["value"])  # no τ over another candidate set
+    assert radboud.provided_scores("thesis-bm25", 1) == [
+        f"{config['run_dir']}/work/scores/cranfield/radboud-baseline-g1-f{f}/thesis-bm25.k{section['candidates']}.documents.relevant.tsv"
+        for f in section["folds"]]
+    assert radboud.split_numbers() in radboud.outputs() and radboud.split_table() == "radboud_2_1"
+    assert radboud.split_measures() == ["RadboudNDCG@20", "nDCG@20"]
+    assert radboud.split_rows() == {"first_stage": "BM25", "reranker": "BERT baseline", "their_first_stage": "BM25 (the thesis' run)",
+                                    "on_theirs": "BERT baseline on the thesis' candidates"}
+    # what the rows are, in a line under the table: its caption stays the one the stored tables have
+    assert "thesis-bm25" not in radboud.caption("radboud_2_1") and not radboud.spec("radboud_2_3")["note"]
+    [note] = radboud.spec("radboud_2_1")["note"]
+    assert f"per-fold checkpoints (no new training) rerank the top {section['candidates']} of BM25 (the thesis' run)" in note["text"]
+    assert Path(config["collections"]["cranfield"]["runs"]["thesis-bm25"]["file"]).name == "bm25.top100.run.gz"
+
+
+def test_provided_candidates_name_a_run_of_the_collection_and_a_table_of_the_baseline(tmp_path):
+    from reranker.config import ConfigError
+
+    layer = tmp_path / "layer.yaml"
+    layer.write_text("radboud: {provided_candidates: {nobody-bm25: {label: x, tables: [radboud_2_1]}}}\n")
+    with pytest.raises(ConfigError, match=r"radboud/provided_candidates/nobody-bm25: cranfield has no run 'nobody-bm25' "
+                                          r"\(its `runs` in collections.yaml: thesis-bm25\)"):
+        load_config([layer])
+    layer.write_text("radboud: {provided_candidates: {thesis-bm25: {label: x, tables: [radboud_2_2]}}}\n")
+    with pytest.raises(ConfigError, match="radboud/provided_candidates/thesis-bm25/tables: 'radboud_2_2' has no baseline row"):
+        load_config([layer])
+    layer.write_text("collections: {cranfield: {runs: {bm25: {file: x.run, run_model: bm25, label: mine}}}}\n")
+    with pytest.raises(ConfigError, match=r"collections/cranfield/runs/bm25: the name of a run the suite makes itself"):
+        load_config([layer])
+    layer.write_text("radboud: {provided_candidates: {thesis-bm25: null}}\n")  # an overlay drops it: no rows, no split
+    radboud = Experiment(load_config([layer])).plugins["radboud"]
+    assert radboud.split_table() is None and not any("split" in path for path in radboud.outputs())
+    assert not any("thesis" in r["row"] for r in radboud.spec("radboud_2_1")["eval"])
+
+
+def test_a_missing_provided_run_is_named_with_where_it_goes(tmp_path, monkeypatch):
+    from reranker.collections import load_collection
+
+    monkeypatch.setenv("BIRCH_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=rf"cranfield needs {tmp_path}/radboud-thesis/bm25.top100.run.gz "
+                                                r"\(thesis-bm25, the thesis' run\); put it there or set BIRCH_DATA to the "
+                                                r"folder that holds radboud-thesis/"):
+        load_collection("cranfield", load_config()).check_run("thesis-bm25")
+
+
+def test_a_provided_run_is_copied_line_for_line_with_its_scores_exact(tmp_path):
+    """`retrieve provided` writes what it read (gzipped or not): the same scores to the last digit, so that the copy
+    ranks and evaluates as the provided file does, ties and all."""
+    import gzip
+    import shutil
+    from pathlib import Path
+
+    from reranker import retrieve
+
+    files = Path(__file__).parent / "bad_inputs" / "files"
+    for name in ("topics.tsv", "qrels.txt", "docs.jsonl"):
+        shutil.copy(files / name, tmp_path / name)
+    text = "1 Q0 d1 1 22.556957361024285 thesis-bm25\n1 Q0 d2 2 22.556957361024285 thesis-bm25\n2 Q0 d3 1 1e-05 thesis-bm25\n"
+    with gzip.open(tmp_path / "theirs.run.gz", "wt") as f:
+        f.write(text)
+    out = tmp_path / "copied.run"
+    assert retrieve.main(["provided", "--run", str(tmp_path / "theirs.run.gz"), "--topics", str(tmp_path / "topics.tsv"),
+                          "--qrels", str(tmp_path / "qrels.txt"), "--docs", str(tmp_path / "docs.jsonl"), "--out", str(out)]) == 0
+    assert out.read_text() == text

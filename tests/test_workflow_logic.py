@@ -28,7 +28,7 @@ ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit"
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
 GENERIC = {("tables", "results"), ("tables", "stats"), ("tables", "pretraining"), ("tables", "figure"), ("fuse", "aggregate"),
            ("speed", "--stage"), ("tables", "resources"), ("tables", "index"), ("evaluate", "agreement"), ("explain", "moves"),
-           ("score", "join")}
+           ("score", "join"), ("retrieve", "provided"), ("tables", "split")}
 
 
 def profile_files(profile: str) -> list[Path]:
@@ -283,3 +283,37 @@ def test_every_radboud_and_ntnu_checkpoint_has_a_loss_curve_figure():
     every = set(radboud.outputs()) | set(ntnu.outputs())
     assert {experiment.layout.path("figure", figure=f) for f in [*curves, *ntnu.curves()]} <= every
     assert ntnu.curve_args("ntnu_layers-1_loss").endswith("checkpoints/ntnu-layers-1' --what validation")
+
+
+def test_the_thesis_run_is_copied_in_reranked_by_the_baselines_checkpoints_and_split(tmp_path, birch_data):
+    """Issue 60 in the quick DAG: the thesis' run checked and copied in, its top 5 segmented, scored by fold 1's baseline
+    checkpoint, reranked, evaluated, and Table 2.1's numbers split; each by the command its counterpart on our BM25 uses."""
+    commands, resolved = dry_run("quick", tmp_path)
+    run_dir = resolved.parent
+    runs, k = run_dir / "work" / "runs" / "cranfield", load_config(profile_files("quick"))["radboud"]["candidates"]
+
+    def made(stage: str, out: Path) -> list[str]:
+        found = [argv for argv in commands if " ".join(argv[argv.index("reranker") + 1:]).startswith(stage)
+                 and "--out" in argv and argv[argv.index("--out") + 1] == str(out)]
+        assert len(found) == 1, (stage, out)
+        return found[0]
+
+    provided = made("retrieve provided", runs / "thesis-bm25.run")
+    assert provided[provided.index("--run") + 1] == str(birch_data / "radboud-thesis" / "bm25.top100.run.gz")
+    assert {"--docs", "--topics", "--qrels"} <= set(provided)
+    segments = run_dir / "work" / "segments" / "cranfield" / f"thesis-bm25.k{k}.documents.jsonl"
+    segment = made("segment", segments)
+    ours = made("segment", run_dir / "work" / "segments" / "cranfield" / f"bm25.k{k}.documents.jsonl")
+    assert [a for a in segment if not a.startswith(str(run_dir))] == [a for a in ours if not a.startswith(str(run_dir))]
+    scores = run_dir / "work" / "scores" / "cranfield" / "radboud-baseline-g1-f1" / f"thesis-bm25.k{k}.documents.relevant.tsv"
+    score = made("score", scores)
+    assert score[score.index("--segments") + 1] == str(segments) and score[score.index("--run") + 1] == str(runs / "thesis-bm25.run")
+    reranked = runs / "radboud.baseline.g1.relevant.on-thesis-bm25.run"
+    aggregate = made("fuse aggregate", reranked)
+    assert aggregate[aggregate.index("--run") + 1] == str(runs / "thesis-bm25.run")
+    for run in ("thesis-bm25", "radboud.baseline.g1.relevant.on-thesis-bm25"):
+        made("evaluate", run_dir / "work" / "eval" / "cranfield" / f"{run}.json")
+    split = made("tables split", run_dir / "numbers" / "radboud_split.json")
+    assert split[split.index("--numbers") + 1] == str(run_dir / "numbers" / "radboud_2_1.json")
+    assert split[split.index("--on-theirs") + 1] == "BERT baseline on the thesis' candidates"
+    assert split[split.index("--measures") + 1: split.index("--out")] == ["RadboudNDCG@20", "nDCG@20"]

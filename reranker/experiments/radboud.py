@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from reranker.config import NamedRows, merge, training_config
 from reranker.experiments import register
 from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
+from reranker.formats.layout import PATTERNS
 from reranker.registry import FIRST_STAGES
 
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
@@ -24,6 +25,8 @@ CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way h
                       "query's reranked candidates, its mean over the queries; ")
 # The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.
 CHECKPOINT_PREFIX = "radboud-"
+# The numbers file of the gap to the thesis split into first stage and reranker (`tables split`; results/radboud.md).
+SPLIT = "radboud_split"
 
 
 def radboud_checkpoint(variant: str, point: int, fold: str) -> str:
@@ -46,6 +49,14 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
                  f"{', '.join(radboud['tables'])})"
                  for name, spec in radboud["variants"].items() for table in spec["tables"]
                  if table not in radboud["tables"]]
+    runs = config["collections"].get(radboud["collection"], {}).get("runs") or {}
+    problems += [f"  radboud/provided_candidates/{name}: {radboud['collection']} has no run {name!r} (its `runs` in "
+                 f"collections.yaml: {', '.join(runs) or 'none'})" for name in radboud["provided_candidates"] if name not in runs]
+    baseline = next(iter(radboud["variants"].values()), {"tables": []})  # the reranker the provided runs get
+    problems += [f"  radboud/provided_candidates/{name}/tables: {table!r} has no baseline row to compare with "
+                 f"(the first variant's tables: {', '.join(baseline['tables']) or 'none'})"
+                 for name, spec in radboud["provided_candidates"].items() for table in spec["tables"]
+                 if table not in baseline["tables"]]
     return problems, used
 
 
@@ -84,13 +95,15 @@ def ranking_label(ranking: str) -> str:
 class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
-    named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants"))
+    named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants", "provided_candidates"))
 
     def tables(self) -> list[str]:
         return self.ranking_tables() + self.pretraining_tables()
 
     def outputs(self) -> list[str]:
-        return [self.layout.path("table", table=t) for t in self.tables()] + [self.layout.path("figure", figure=f) for f in self.curves()]
+        split = [self.split_numbers()] if self.split_table() else []
+        return ([self.layout.path("table", table=t) for t in self.tables()] + [self.layout.path("figure", figure=f) for f in self.curves()]
+                + split)
 
     def curves(self) -> dict[str, list[tuple[str, str]]]:
         """A figure per variant (its checkpoints of every fold and grid point) and per pre-training."""
@@ -132,9 +145,9 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
     def run(self, variant: str, point: int, ranking: str) -> str:
         return f"radboud.{variant}.g{point}.{ranking}"
 
-    def fold_scores(self, variant: str, point: int, ranking: str) -> list[str]:
+    def fold_scores(self, variant: str, point: int, ranking: str, first_stage: str | None = None) -> list[str]:
         section = self.section
-        return [self.layout.path("radboud_scores", collection=self.slug, first_stage=section["first_stage"],
+        return [self.layout.path("radboud_scores", collection=self.slug, first_stage=first_stage or section["first_stage"],
                                  k=section["candidates"], ranking=ranking,
                                  checkpoint=radboud_checkpoint(variant, point, fold)) for fold in section["folds"]]
 
@@ -149,12 +162,56 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
             evals.append({"group": group, "row": first_label, "path": first})
             evals += [{"group": group, "row": label, "path": self.layout.path("eval", collection=self.slug, run=self.run(v, point, r))}
                       for label, v, r in self.rows(table)]
+            for name in self.provided_in(table):  # last: the rows before them are the thesis' own rows
+                evals += [{"group": group, "row": self.provided_row(name), "path": self.eval_path(name)},
+                          {"group": group, "row": self.section["provided_candidates"][name]["label"],
+                           "path": self.eval_path(self.provided_run(name, point))}]
         # how alike each reranker ranks to the baseline reranker (Kendall's tau over the candidates, mean over the
         # queries): with the head carried, every row starts out ranking as the baseline does (issue 58)
         values = [{"row": label, "column": AGREEMENT, "path": self.agreement(v, point, r), "key": "kendall_tau"}
                   for point in self.points[:1] for label, v, r in self.rows(table)]
         return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)],
-                "value": values, "value_format": [{"column": AGREEMENT, "format": ".3f"}]}
+                "value": values, "value_format": [{"column": AGREEMENT, "format": ".3f"}], "note": self.provided_notes(table)}
+
+    # A provided run (the collection's `runs`, e.g. the thesis' own BM25) reranked by the baseline's checkpoints ------
+    def provided_in(self, table: str) -> list[str]:
+        return [name for name, spec in self.section["provided_candidates"].items() if table in spec["tables"]]
+
+    def provided_entry(self, name: str) -> dict:
+        return self.config["collections"][self.section["collection"]]["runs"][name]
+
+    def provided_row(self, name: str) -> str:
+        """The provided run's own row: its first stage and whose it is, "BM25 (the thesis' run)"."""
+        entry = self.provided_entry(name)
+        return f"{FIRST_STAGES[entry['run_model']].label} ({entry['label']})"
+
+    def provided_run(self, name: str, point: int) -> str:
+        """The baseline's run over a provided run's candidates at a grid point."""
+        return f"{self.baseline_run(point)}.on-{name}"
+
+    def provided_scores(self, name: str, point: int) -> list[str]:
+        first = next(iter(self.section["variants"]))
+        return self.fold_scores(first, point, self.section["variants"][first]["rankings"][0], first_stage=name)
+
+    def eval_path(self, run: str) -> str:
+        return self.layout.path("eval", collection=self.slug, run=run)
+
+    def split_table(self) -> str | None:
+        """The table whose numbers split the gap to the thesis (the first provided run's first table), if any."""
+        return next((spec["tables"][0] for spec in self.section["provided_candidates"].values()), None)
+
+    def split_numbers(self) -> str:
+        return self.layout.path("numbers", table=SPLIT)
+
+    def split_measures(self) -> list[str]:
+        """The two nDCG@20s the split is stated on (issue 60): the thesis' own and the standard one, where the tables have them."""
+        return [m for m in ("RadboudNDCG@20", "nDCG@20") if m in self.section["measures"]]
+
+    def split_rows(self) -> dict[str, str]:
+        """The rows the split reads (`tables split`): our first stage and baseline, the provided run and the baseline on it."""
+        name = next(iter(self.section["provided_candidates"]))
+        return {"first_stage": FIRST_STAGES[self.section["first_stage"]].label, "reranker": self.baseline_row(self.split_table()),
+                "their_first_stage": self.provided_row(name), "on_theirs": self.section["provided_candidates"][name]["label"]}
 
     def baseline_run(self, point: int) -> str:
         """The baseline reranker's run (the first variant's first ranking) at a grid point."""
@@ -210,3 +267,17 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
                 f"nDCG gains: Cranfield's codes mapped by collections.yaml `grades` (1 complete answer -> 4 .. "
                 f"4 minimum interest -> 1, -1 -> 0); nDCG@20 (thesis): the thesis' own measure, the -1 document "
                 f"counted as a complete answer (reranker/measures/radboud.py).")
+
+    def provided_notes(self, table: str) -> list[dict]:
+        """What the rows on a provided run's candidates are: a line under a table that has them (a note, not the
+        caption, so that the tables before them keep theirs)."""
+        notes = []
+        for name in self.provided_in(table):
+            row, label = self.provided_row(name), self.section["provided_candidates"][name]["label"]
+            notes.append({"text": f"{label}: the baseline's own per-fold checkpoints (no new training) rerank the top "
+                                  f"{self.section['candidates']} of {row}, the run `{name}` of collections.yaml, so that the "
+                                  f"gap to the thesis splits into first stage and reranker "
+                                  f"({PATTERNS['numbers'].format(table=SPLIT)}); † and ‡ on both rows test against our BM25 "
+                                  f"and our baseline (‡ on {label}: the first stage's part, one reranker on two candidate "
+                                  f"sets); a provided run's AP@1000 is over the documents it ranks."})
+        return notes

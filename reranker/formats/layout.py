@@ -32,6 +32,7 @@ PATTERNS = {
     "fusion_dir": "work/fusion",
     "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
     "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
+    "radboud_joined_on": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.on-{provided}.tsv",  # a provided run's
     "radboud_agreement": "work/eval/{collection}/radboud.{variant}.g{point}.{ranking}.agreement.json",
     "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
     "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",

@@ -10,7 +10,8 @@ One JSON object; every key is optional and holds a list of records, in the table
      "value_format": [{"column": "Queries/min", "format": ",.0f"}],
      "summary_row":  [{"label": "Mean ± sd", "rows": ["seed 1", "seed 2"]}],
      "stats":        [{"group": "Robust04", "path": ".../stats.json"}],
-     "sweep":        [{"x": 100, "label": "BM25", "path": ".../bm25.json"}]}
+     "sweep":        [{"x": 100, "label": "BM25", "path": ".../bm25.json"}],
+     "note":         [{"text": "a line under the table, as --note gives it"}]}
 
 Snakemake writes it (workflow/rules/tables.smk, from the plugins' `table_specs`); the table stage reads it.
 """
@@ -33,6 +34,7 @@ KINDS: dict[str, dict[str, str]] = {
     "summary_row": {"label": "text", "rows": "texts"},
     "stats": {"group": "text", "path": "text"},
     "sweep": {"x": "number", "label": "text", "path": "text"},
+    "note": {"text": "text"},
 }
 
 Spec = dict[str, list[dict]]

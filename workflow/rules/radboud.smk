@@ -6,6 +6,10 @@
 
 RADBOUD = EXP.plugins["radboud"]
 RB = CFG["radboud"]
+PROVIDED = wildcard_pattern(RB["provided_candidates"])  # the collection's own runs that the baseline reranks too
+
+for provided in RB["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
+    load_collection(RB["collection"], CFG).check_run(provided)
 
 
 wildcard_constraints:
@@ -127,6 +131,74 @@ rule radboud_agreement:
     shell:
         "python -m reranker evaluate agreement --run {input.run} --reference {input.reference} --depth {params.depth}"
         " --out {output} > {log}"
+
+
+# A provided run's candidates (radboud `provided_candidates`: the thesis' own BM25), reranked by the baseline's per-fold
+# checkpoints as ours are: segmented and joined by the same commands, scored by score_radboud, reranked by the same step.
+use rule segment_documents as segment_provided_documents with:
+    input:
+        docs=P("docs"),
+        run=P("trec_run", run="{provided}"),
+        topics=P("topics"),
+    output:
+        P("segments", first_stage="{provided}", k=RB["candidates"], unit="documents"),
+    log:
+        P("log", stage="segment", name="{collection}.{provided}.documents"),
+    benchmark:
+        P("benchmark", stage="segment", name="{collection}.{provided}.documents")
+    wildcard_constraints:
+        provided=PROVIDED,
+
+
+use rule join_fold_scores as join_provided_fold_scores with:
+    input:
+        lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking, first_stage=w.provided),
+    output:
+        P("radboud_joined_on"),
+    log:
+        P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}"),
+    benchmark:
+        P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}")
+    wildcard_constraints:
+        provided=PROVIDED,
+
+
+use rule rerank_radboud as rerank_radboud_provided with:
+    input:
+        run=P("trec_run", run="{provided}"),
+        scores=P("radboud_joined_on"),
+    output:
+        P("trec_run", run="radboud.{variant}.g{point}.{ranking}.on-{provided}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}")
+    wildcard_constraints:
+        provided=PROVIDED,
+
+
+if RADBOUD.split_table():
+
+    rule radboud_split:
+        """The gap between the thesis' baseline and ours, split into first stage and reranker (reranker/split.py)."""
+        input:
+            numbers=PATH("numbers", table=RADBOUD.split_table()),
+            sources=SOURCE_NUMBERS,
+        output:
+            RADBOUD.split_numbers(),
+        log:
+            PATH("log", stage="tables", name="radboud_split"),
+        benchmark:
+            PATH("benchmark", stage="tables", name="radboud_split")
+        conda:
+            ENV
+        params:
+            rows=" ".join(f"--{role.replace('_', '-')} {shlex.quote(row)}" for role, row in RADBOUD.split_rows().items()),
+            measures=" ".join(RADBOUD.split_measures()),
+            command=CFG["run_command"] + " radboud",
+        shell:
+            "python -m reranker tables split --numbers {input.numbers} --sources {input.sources} {params.rows}"
+            " --measures {params.measures} --out {output} --command {params.command:q} > {log}"
 
 
 for rb_table in RADBOUD.ranking_tables():

@@ -43,3 +43,26 @@ rule retrieve:
     shell:
         "python -m reranker retrieve --config {params.config} --collection {params.id} --model {wildcards.model}"
         " --index {input.index} --topics {input.topics} {params.folds} --threads {threads} --out {output} 2> {log}"
+
+
+rule provided_run:
+    """A run that comes with the collection (its `runs`, e.g. the Radboud thesis' own BM25), checked against the
+    collection's queries, judgments and documents, then copied in as a first stage."""
+    input:
+        run=lambda w: EXP.provided_file(w.collection, w.provided),
+        docs=P("docs"),
+        topics=P("topics"),
+        qrels=P("qrels"),
+    output:
+        P("trec_run", run="{provided}"),
+    log:
+        P("log", stage="retrieve", name="{collection}.{provided}"),
+    benchmark:
+        P("benchmark", stage="retrieve", name="{collection}.{provided}")
+    wildcard_constraints:
+        provided=wildcard_pattern(EXP.provided_names),
+    conda:
+        ENV
+    shell:
+        "python -m reranker retrieve provided --run {input.run} --docs {input.docs} --topics {input.topics}"
+        " --qrels {input.qrels} --out {output} > {log}"
