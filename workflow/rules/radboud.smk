@@ -154,7 +154,8 @@ use rule join_fold_scores as join_provided_fold_scores with:
     input:
         lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking, first_stage=w.provided),
     output:
-        P("radboud_joined_on"),
+        scores=P("radboud_joined_on"),
+        meta=P("radboud_joined_on") + ".meta.json",
     log:
         P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}"),
     benchmark:
