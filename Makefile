@@ -22,7 +22,7 @@ RUN_DIR ?= runs/$(PROFILE)
 # PROFILE is named; SNAKEMAKE_ARGS adds to it (e.g. --configfile my.yaml, whose run_dir is RUN_DIR).
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) $(SNAKEMAKE_ARGS)
 
-.PHONY: setup run test quick promote lint benchmarks dry-run image test-image test-cluster browser
+.PHONY: setup run test docs quick promote lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -52,6 +52,11 @@ run: setup
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser
 	$(BIN)/python -m pytest
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
+# The variable hides Material's banner about MkDocs 2, which would otherwise open every build's output.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Headless Chromium for the report's rendering test (Debian's package, as root); elsewhere that test
 # skips and says why.
