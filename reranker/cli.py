@@ -1,6 +1,6 @@
 """Arguments the stages' command lines share: the files they exchange and the configuration.
 
-Settings never travel as flags (README, "One route"): `--config` names the resolved file a run
+Settings never travel as flags (docs/configuration.md, "One route"): `--config` names the resolved file a run
 wrote, or YAML layered over the default; the flags here name files and ids.
 """
 

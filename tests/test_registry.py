@@ -1,4 +1,4 @@
-"""Adding a first-stage model or an aggregator is one registration plus config (README, contributing);
+"""Adding a first-stage model or an aggregator is one registration plus config (docs/contributing.md);
 a head, unit or objective is a name here and its behaviour in the module that owns it."""
 
 from __future__ import annotations
