@@ -92,8 +92,10 @@ promote:
 	$(if $(filter default,$(PROFILE)),test ! -f results/numbers/radboud_split.json || \
 	  $(BIN)/python -m reranker tables split --stored results/numbers/radboud_split.json --into results/radboud.md)
 
+# Repeated code (tools/duplicates.py): listed, not yet failing, until the repeated rule bodies are folded.
 lint: setup
-	$(BIN)/ruff check reranker tests benchmarks
+	$(BIN)/ruff check reranker tests benchmarks tools
+	$(BIN)/python tools/duplicates.py --report
 	$(BIN)/snakefmt --check Snakefile workflow/rules tests/plugins
 	$(BIN)/hadolint containers/Dockerfile
 	$(BIN)/snakemake --lint

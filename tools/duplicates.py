@@ -1,0 +1,103 @@
+"""Repeated code: every run of six or more identical lines shared by two places in the library, the
+workflow's rules and the test papers (by default reranker/, workflow/, the Snakefile, tests/plugins/),
+found by pylint's Symilar. Comments, docstrings, imports and def signatures do not count; the Snakefile
+and the .smk files are read as text, so a rule body copied into another rule counts like Python.
+
+    python tools/duplicates.py [--report] [--min N] [PATH ...]
+
+Prints one line per pair (`N lines: a.py:10-15 = rules/b.smk:40-45`), then the pairs by file. Exit 1
+when any pair is found, 0 with --report (make lint's mode until the repeated rule bodies are folded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import sys
+from collections import Counter
+from pathlib import Path
+
+from pylint.checkers.symilar import Symilar
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ("reranker", "workflow", "Snakefile", "tests/plugins")
+SUFFIXES = (".py", ".smk")
+
+
+def sources(paths: list[str]) -> list[Path]:
+    """The files named, and the .py and .smk files under the folders named."""
+    found = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(f for f in p.rglob("*") if f.suffix in SUFFIXES and "__pycache__" not in f.parts)
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise SystemExit(f"duplicates: error: {p}: no such file or folder")
+    return found
+
+
+def blanked(text: str) -> str:
+    """Python text with its import lines and def signatures emptied, line numbers kept.
+
+    Symilar's own ignore_imports/ignore_signatures parse with astroid, whose inference follows the
+    imports (models.py alone takes minutes through torch); the standard parser marks the same lines."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    drop = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            drop.update(range(node.lineno, node.end_lineno + 1))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            drop.update(range(node.lineno, node.body[0].lineno))  # as pylint: def line to the body
+    lines = text.splitlines(keepends=True)
+    return "".join("\n" if n in drop else line for n, line in enumerate(lines, 1))
+
+
+def last_line(lineset, end: int) -> int:
+    """1-based last code line of a run ending before 0-based `end` (Symilar's end runs past trailing blanks)."""
+    return max(s.line_number for s in lineset.stripped_lines if s.line_number < end) + 1
+
+
+def pairs(files: list[Path], least: int = 6) -> list[tuple[int, str, str]]:
+    """(lines, 'file:first-last', 'file:first-last') for every repeated run of at least `least` lines."""
+    # Symilar reports runs longer than its min_lines (pylint 4.1.1 compares with `>`): hence least - 1.
+    sym = Symilar(min_lines=least - 1, ignore_comments=True, ignore_docstrings=True)
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        sym.append_stream(name(f), io.StringIO(blanked(text) if f.suffix == ".py" else text))
+    found = set()
+    # Its public run() only prints, and keeps one pair of a run found in three places.
+    for c in sym._iter_sims():
+        a = f"{c.fst_lset.name}:{c.fst_file_start + 1}-{last_line(c.fst_lset, c.fst_file_end)}"
+        b = f"{c.snd_lset.name}:{c.snd_file_start + 1}-{last_line(c.snd_lset, c.snd_file_end)}"
+        found.add((c.cmn_lines_nb, *sorted((a, b))))
+    return sorted(found, key=lambda p: (-p[0], p[1], p[2]))
+
+
+def name(f: Path) -> str:
+    f = f.resolve()
+    return str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="duplicates", description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", help=f"files or folders (default: {' '.join(DEFAULT)}, from the repository root)")
+    ap.add_argument("--min", type=int, default=6, dest="least", help="shortest run reported, in lines (default 6)")
+    ap.add_argument("--report", action="store_true", help="list the pairs and exit 0")
+    args = ap.parse_args(argv)
+    found = pairs(sources(args.paths or [str(ROOT / p) for p in DEFAULT]), args.least)
+    for n, a, b in found:
+        print(f"{n} lines: {a} = {b}")
+    per_file = Counter(f for _, *locs in found for f in {loc.rsplit(":", 1)[0] for loc in locs})
+    for f, k in per_file.most_common():
+        print(f"  {f}: {k} pair{'s' * (k != 1)}")
+    print(f"{len(found)} pair{'s' * (len(found) != 1)} of {args.least} or more identical lines")
+    return 1 if found and not args.report else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
