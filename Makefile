@@ -37,17 +37,17 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Every table of the default configuration, computed under runs/default/ and compared with results/;
-# then, in one call (python -m reranker.finish, whose docstring says what it writes), the run's wall clock
+# then, in one call (python -m reranker.workflow.finish, whose docstring says what it writes), the run's wall clock
 # (runs/default/numbers/run.json), the part of each paper that has one (the registry's: the union of its
 # jobs' spans, <name>_time.json), the resources table again with that wall clock, and the HTML report of
 # every table and figure (runs/default/report.html). A run stopped and resumed (`make run` again) is
 # one run made in stretches: each stretch's Snakemake log is kept in runs/default/logs/ and the wall clock
-# adds the stretches up, pauses left out. The Snakefile holds one lock per run folder (reranker/run_lock.py)
+# adds the stretches up, pauses left out. The Snakefile holds one lock per run folder (reranker/workflow/run_lock.py)
 # instead of Snakemake's, which outlives a SIGKILL: a run whose machine went away resumes with `make run` alone.
 run: setup
-	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --logs-only
+	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --logs-only
 	$(SNAKEMAKE) --nolock
-	$(BIN)/python -m reranker.finish --run-dir $(RUN_DIR) --command "make run" --snakemake "$(SNAKEMAKE)"
+	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --command "make run" --snakemake "$(SNAKEMAKE)"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser

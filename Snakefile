@@ -8,10 +8,10 @@
 from snakemake.utils import min_version
 
 from reranker import experiments
-from reranker.collections import load_collection
-from reranker.config import resolve, write_resolved
-from reranker.run_lock import RunLock
-from reranker.workflow import SCORE_PRIORITY, Experiment, job_priority
+from reranker.stages.collections import load_collection
+from reranker.core.config import resolve, write_resolved
+from reranker.workflow.run_lock import RunLock
+from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
 
 min_version("9.0")
 
@@ -25,7 +25,7 @@ experiments.load(config.get("plugins") or ())  # the papers' plugins first: they
 CFG = resolve(config)  # schema defaults under the merged files, validated, ${VAR} expanded
 EXP = Experiment(CFG)  # with EXP.plugins, the papers this configuration asks for
 RUN = CFG["run_dir"]
-# One run per run folder, however started (reranker/run_lock.py): taken before anything is written there and
+# One run per run folder, however started (reranker/workflow/run_lock.py): taken before anything is written there and
 # kept by the main process until it ends; jobs that read this file again belong to the holder. Beside a
 # holder this process only reads (a dry run) and `onstart` refuses to run jobs.
 LOCK = RunLock(RUN) if workflow.is_main_process else None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.layout import Layout
-from reranker.significance import holm, paired_ttest
+from reranker.reproduction.significance import holm, paired_ttest
 
 
 def evaluation(run_dir: Path, collection: str, run: str) -> Evaluation:

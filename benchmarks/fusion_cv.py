@@ -27,12 +27,12 @@ import ir_measures
 import numpy as np
 from tqdm import tqdm
 
-from reranker import fuse
 from reranker.formats.atomic import write_json
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
 from reranker.formats.unit_scores import UnitScores
+from reranker.stages import fuse
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -105,7 +105,7 @@ if [ "$MODE" = finish ]; then
 import json, os, platform, subprocess, sys, time
 from pathlib import Path
 
-from reranker.evaluate import agreement
+from reranker.stages.evaluate import agreement
 from reranker.formats.runs import read_run
 
 spec_path, files, record, tiny = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), bool(sys.argv[4])

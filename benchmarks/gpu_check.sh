@@ -2,7 +2,7 @@
 # One GPU check, run once on a lent GPU machine from the repository root (no internet, no HF models):
 #   1. the machine: nvidia-smi, torch / CUDA / transformers versions, our modules import;
 #   2. scoring: benchmarks/gpu_throughput.py on the prepared Cranfield pairs (random weights, real shapes);
-#   3. training: benchmarks/gpu_train_throughput.py, reranker.train's own step on SciFact train pairs
+#   3. training: benchmarks/gpu_train_throughput.py, reranker.stages.train's own step on SciFact train pairs
 #      (minilm-l6 and bert-base at 128 and 192 tokens, bert-small at 256), and a determinism check;
 #   then a summary table. Full JSON and logs go to $OUT (6 files). Each step is guarded by a timeout, and a
 #   failing step does not stop the others.
@@ -70,7 +70,7 @@ for name in ("pysbd", "ir_datasets", "ir_measures", "jsonschema", "pynvml"):  # 
         print(name, "present")
     except Exception:
         print(name, "absent (not needed here)")
-import reranker.forward, reranker.score, reranker.train  # noqa: E401
+import reranker.neural.forward, reranker.stages.score, reranker.stages.train  # noqa: E401
 print("reranker imports: ok")
 EOF
 } > "$OUT/env.txt" 2>&1

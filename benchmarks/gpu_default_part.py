@@ -155,7 +155,7 @@ def pack(args: argparse.Namespace) -> int:
     if args.pairs:
         from transformers import AutoTokenizer
 
-        from reranker.batching import tokenize_pairs
+        from reranker.neural.batching import tokenize_pairs
 
         rows = [json.loads(line) for line in Path(args.pairs).read_text().splitlines()]
         tokenizer = AutoTokenizer.from_pretrained(str(snap))
@@ -288,9 +288,9 @@ def scoring(args: argparse.Namespace) -> int:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from reranker import forward
-    from reranker import score as sc
-    from reranker.models import Classifier, mean_pool  # noqa: F401
+    from reranker.neural import forward
+    from reranker.neural.models import Classifier, mean_pool  # noqa: F401
+    from reranker.stages import score as sc
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu_throughput import encoder_flops, matmul_peak

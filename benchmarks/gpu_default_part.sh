@@ -94,7 +94,7 @@ for name in ("transformers", "tokenizers", "safetensors", "numpy", "jsonschema",
         m = importlib.import_module(name); print(name, getattr(m, "__version__", "present"))
     except Exception as err:
         print(name, "MISSING", type(err).__name__, err)
-import reranker.train, reranker.score  # noqa: E401
+import reranker.stages.train, reranker.stages.score  # noqa: E401
 print("reranker imports: ok")
 EOF
 } > "$OUT/env.txt" 2>&1

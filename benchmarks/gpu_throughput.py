@@ -4,14 +4,14 @@ bert-large-shaped models, on real Cranfield (query, sentence) pairs.
 Random weights: speed depends on the shape, not on what the weights learned, and a GPU machine with
 no hub access can build them. Per shape, in one run:
 
-* `fast`: reranker.score's path in bf16 (fp16 where bf16 is missing), after a warm-up pass over the
+* `fast`: reranker.stages.score's path in bf16 (fp16 where bf16 is missing), after a warm-up pass over the
   same pairs (every new batch shape costs a kernel plan once), batches capped by pairs and tokens;
 * `exact`: the same path in fp32;
 * `padded512`: Birch's way, the plain Hugging Face forward with every pair padded to 512 tokens,
   fp32, timed on a subset (each pair costs the same);
 * achieved TFLOP/s from the real token counts, against a bf16 (fp32 on a CPU without bf16) matmul
   peak measured here; Kendall tau of fast against exact scores;
-* a check: `exact`'s batched logits (reranker.forward's layer-by-layer path) against the plain Hugging
+* a check: `exact`'s batched logits (reranker.neural.forward's layer-by-layer path) against the plain Hugging
   Face forward of one pair at a time, fp32, on the first `--check-pairs` pairs (the largest difference);
 * sizing: hours to score Birch's Robust04 setting (249 queries x 1000 documents x ~24.6 sentences:
   about 6.1 million pairs per checkpoint) on one device and on N.
@@ -46,9 +46,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from reranker import hardware
-from reranker import score as sc
-from reranker.models import load_classifier, write_meta
+from reranker.core import hardware
+from reranker.neural.models import load_classifier, write_meta
+from reranker.stages import score as sc
 
 SHAPES = {  # (layers, hidden, heads, intermediate)
     "minilm-l6": (6, 384, 12, 1536),
@@ -64,7 +64,7 @@ def cranfield_pairs(n_pairs: int, tokenizer, max_length: int, docs_per_query: in
 
     import ir_datasets
 
-    from reranker import segment as seg
+    from reranker.stages import segment as seg
 
     dataset = ir_datasets.load("cranfield")
     docs = {d.doc_id: (d.title, d.text) for d in dataset.docs_iter()}
@@ -194,7 +194,7 @@ def timed_scores(scorer: sc.Scorer, ids, types, device: torch.device) -> tuple[n
 
 def hf_one_at_a_time(classifier, ids, types, device: torch.device) -> np.ndarray:
     """Logits of the plain Hugging Face forward, fp32, one pair per call (no padding, no batching)."""
-    from reranker.batching import pad_batch, pad_id
+    from reranker.neural.batching import pad_batch, pad_id
 
     model, pad = classifier.model.to(device).float().eval(), pad_id(classifier.tokenizer)
     with torch.inference_mode():

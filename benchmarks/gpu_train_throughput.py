@@ -3,7 +3,7 @@ MiniLM-L6-, bert-base- (and BERT-Small-, bert-large-) shaped models with random 
 SciFact train pairs.
 
 Random weights: a step's speed depends on the shape, not on what the weights learned, and a GPU
-machine with no hub access can build them. Everything else is reranker.train's: the model comes from
+machine with no hub access can build them. Everything else is reranker.stages.train's: the model comes from
 models.load_classifier with the head the train stage gives that base (mean pooling for all-MiniLM-L6-v2,
 [CLS] for BERT), the pairs go through train.objective_for and train.pair_task (tokenised once,
 `[CLS] query [SEP] title text [SEP]`, the text truncated to `max_length`), and a step is
@@ -52,8 +52,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_throughput import SHAPES as SCORING_SHAPES  # noqa: E402 (the scoring benchmark's shapes)
 
-from reranker import hardware, models  # noqa: E402
-from reranker import train as tr  # noqa: E402
+from reranker.core import hardware  # noqa: E402
+from reranker.neural import models
+from reranker.stages import train as tr  # noqa: E402
 
 SHAPES = {**SCORING_SHAPES, "bert-small": (4, 512, 8, 2048)}  # (layers, hidden, heads, intermediate)
 HEADS = {"minilm-l6": "mean_pooling"}  # the head the train stage gives all-MiniLM-L6-v2; BERT's: [CLS]
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": {"count": len(rows), "source": f"{SOURCE}: judged documents + 7 seeded non-relevant others per "
                   "positive, "
                   "title + abstract, in query id order"},
-        "step": "reranker.train.Loop.optimise on train.epoch_batches (bucketed), as train() runs it; random weights",
+        "step": "reranker.stages.train.Loop.optimise on train.epoch_batches (bucketed), as train() runs it; random weights",
         "warmup_steps": args.warmup, "timed_steps": args.steps, "runs": {},
     }
     for shape, max_length, head in args.runs:

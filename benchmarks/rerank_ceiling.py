@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reranker.evaluate import evaluate
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
+from reranker.stages.evaluate import evaluate
 
 
 def oracle(run: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]], depth: int) -> dict[str, dict[str, float]]:

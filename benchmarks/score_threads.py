@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from reranker import hardware
-from reranker import score as sc
-from reranker.models import load_classifier
+from reranker.core import hardware
+from reranker.neural.models import load_classifier
+from reranker.stages import score as sc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from score_throughput import L6, REPO, cranfield_pairs, save_model, versions  # noqa: E402

@@ -1,11 +1,11 @@
-"""Scoring throughput on this machine: reranker.score against CrossEncoder and Birch-style 512 padding.
+"""Scoring throughput on this machine: reranker.stages.score against CrossEncoder and Birch-style 512 padding.
 
 One run, one model (paraphrase-MiniLM-L3-v2 with a seeded two-way head, saved once and loaded from
 that directory by every path), the same 2,000 (query, sentence) pairs from Cranfield: for each query
 in id order, its best judged document and one other document drawn with the query id as seed,
 split by the segment stage (pysbd, windows for max_length 128). Measured:
 
-* pairs/s of reranker.score in exact (fp32) and fast (bf16, or why it is not applicable) precision;
+* pairs/s of reranker.stages.score in exact (fp32) and fast (bf16, or why it is not applicable) precision;
 * sentence-transformers CrossEncoder.predict (batch 32; it sorts by length too);
 * Birch-style scoring: every pair padded to 512 tokens, batch 4, the plain Hugging Face forward
   (each pair costs the same 512 tokens, so it is timed on the first `--padded-pairs` pairs);
@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from reranker import hardware
-from reranker import score as sc
-from reranker import segment as seg
-from reranker.models import LOADERS, load_classifier, write_meta
+from reranker.core import hardware
+from reranker.neural.models import LOADERS, load_classifier, write_meta
+from reranker.stages import score as sc
+from reranker.stages import segment as seg
 
 REPO = Path(__file__).resolve().parent.parent
 L3 = "sentence-transformers/paraphrase-MiniLM-L3-v2"
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--padded-pairs", type=int, default=200, help="pairs timed on the 512-padded path")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64, help="reranker.score batch (config score.batch_size)")
+    parser.add_argument("--batch-size", type=int, default=64, help="reranker.stages.score batch (config score.batch_size)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "score_throughput.json")
     args = parser.parse_args(argv)
     from scipy.stats import kendalltau

@@ -26,10 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from reranker import hardware
-from reranker import segment as seg
+from reranker.core import hardware
 from reranker.formats.atomic import write_json
 from reranker.formats.segments import BOUND, SentenceSplitter, title_and_body
+from reranker.stages import segment as seg
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -4,10 +4,10 @@ One run, one model (all-MiniLM-L6-v2 with the mean-pooled two-way head the train
 it, seeded), the same real SciFact train pairs for every path: for each query in id order, its
 judged documents and 7 documents drawn with the query id as seed, `[CLS] query [SEP] title text
 [SEP]` truncated to `--max-length` (192, the default's). A step is forward, backward, gradient
-clipping and an AdamW step on a batch of 16, as in reranker.train. Paths:
+clipping and an AdamW step on a batch of 16, as in reranker.stages.train. Paths:
 
 * `before`: the loop as it was (tokenised per batch, random batches padded to their longest pair, fp32);
-* `bucketed_fp32`: tokenised once, length-bucketed batches (reranker.train.epoch_batches), fp32;
+* `bucketed_fp32`: tokenised once, length-bucketed batches (reranker.stages.train.epoch_batches), fp32;
 * `after`: the train stage's default: bucketed, and bf16 autocast with fp32 master weights where
   the CPU has bf16 arithmetic (AMX or avx512_bf16), else fp32 (and the JSON says so).
 
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import torch
 
-from reranker import hardware, models
-from reranker import train as tr
+from reranker.core import hardware
+from reranker.neural import models
+from reranker.stages import train as tr
 
 REPO = Path(__file__).resolve().parent.parent
 BASE = "sentence-transformers/all-MiniLM-L6-v2"

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # each stage's main reports an input error as one line and exit 2 (formats.errors.exits_on_input_error)
     try:
-        code = int(importlib.import_module(f"reranker.{stage}").main(rest) or 0)
+        code = int(importlib.import_module(f"reranker.stages.{stage}").main(rest) or 0)
         sys.stdout.flush()  # a reader gone early (`| head -1`) shows here, not in the flush at exit
     except BrokenPipeError:
         # Python's recipe (the signal module's notes on SIGPIPE): what is left for stdout goes to devnull, so that

@@ -67,7 +67,7 @@ def birch_data() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """The first 2 layers of all-MiniLM-L6-v2 with a seeded two-way head, saved in HF format."""
-    from reranker.models import load_classifier, write_meta
+    from reranker.neural.models import load_classifier, write_meta
 
     classifier = load_classifier(TINY_BASE, num_layers=TINY_LAYERS, seed=0)
     out = tmp_path_factory.mktemp("tiny-minilm")

@@ -68,7 +68,7 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
         pytest.skip("root writes into read-only folders")
     monkeypatch.chdir(tmp_path)  # no stray files beside the checkout
     argv = _prepare(case, tmp_path / "case")
-    code = importlib.import_module(f"reranker.{argv[0]}").main(argv[1:])  # an input error escaping it fails here
+    code = importlib.import_module(f"reranker.stages.{argv[0]}").main(argv[1:])  # an input error escaping it fails here
     out, err = capsys.readouterr()
     assert code == case["exit"], err
     assert "Traceback" not in err
@@ -86,7 +86,7 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_main_reports_input_errors_itself(stage):
     """`exits_on_input_error` on each stage's `main`: called from Python it returns 2, as the command line does."""
-    assert getattr(importlib.import_module(f"reranker.{stage}").main, "__wrapped__", None), stage
+    assert getattr(importlib.import_module(f"reranker.stages.{stage}").main, "__wrapped__", None), stage
 
 
 def test_command_line_prints_one_line(tmp_path):

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 import yaml
 
-from reranker import claims, notes, seed_index, significance, tables
-from reranker import config as cfg
-from reranker import seeds as seed_file
-from reranker import verdicts as v
-from reranker.evaluate import evaluate
+from reranker.core import config as cfg
 from reranker.formats.catalog import DEFAULT_CATALOG, read_catalog
+from reranker.report import notes, seed_index
+from reranker.reproduction import claims, significance
+from reranker.reproduction import seeds as seed_file
+from reranker.reproduction import verdicts as v
+from reranker.stages import tables
+from reranker.stages.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
 
 
@@ -492,10 +494,10 @@ def test_a_claim_on_cells_marked_pending_is_pending_not_a_verdict(run_dir):
 def test_the_stored_catalog_is_what_the_plugins_make():
     """workflow/config/table_catalog.json: every table and figure of the default, quick and paper configurations with
     their rows, groups and columns, as the plugins' specs give them; a change to a plugin's rows remakes it."""
-    from reranker.experiments import catalog
+    from reranker.workflow import catalog
 
     stored = json.loads(DEFAULT_CATALOG.read_text(encoding="utf-8"))
-    assert catalog.catalog(catalog.configurations()) == stored, "remake it: python -m reranker.experiments catalog"
+    assert catalog.catalog(catalog.configurations()) == stored, "remake it: python -m reranker.workflow.catalog"
     assert len(stored["configurations"]) == 3
 
 
@@ -506,7 +508,7 @@ def test_every_stored_tables_rows_groups_and_columns_are_in_the_catalog():
     root = Path(__file__).resolve().parent.parent / "results"
     for path in sorted((root / "numbers").glob("*.json")) + sorted((root / "quick" / "numbers").glob("*.json")):
         if path.stem not in known.tables:
-            # a run's cost, or a gap split into first stage and reranker (reranker.split): no spec
+            # a run's cost, or a gap split into first stage and reranker (reranker.report.gap_split): no spec
             assert path.stem in {"resources", "run"} or path.stem.endswith(("_time", "_split")), path
             continue
         document, entry = json.loads(path.read_text()), known.tables[path.stem]

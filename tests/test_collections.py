@@ -1,4 +1,4 @@
-"""reranker.collections on the real collections (offline caches), plus small hand-made bad files."""
+"""reranker.stages.collections on the real collections (offline caches), plus small hand-made bad files."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ from pathlib import Path
 import ir_datasets
 import pytest
 
-from reranker.collections import (
+from reranker.core.config import ConfigError, load_config
+from reranker.formats.docs import strip_markup
+from reranker.formats.errors import FormatError
+from reranker.formats.folds import load_folds, read_folds, seeded_folds, write_folds
+from reranker.formats.qrels import read_qrels
+from reranker.formats.topics import read_topics_tsv
+from reranker.stages.collections import (
     DocumentsUnavailableError,
     collection_from_entry,
     collection_stats,
@@ -23,12 +29,6 @@ from reranker.collections import (
     load_collection,
     main,
 )
-from reranker.config import ConfigError, load_config
-from reranker.formats.docs import strip_markup
-from reranker.formats.errors import FormatError
-from reranker.formats.folds import load_folds, read_folds, seeded_folds, write_folds
-from reranker.formats.qrels import read_qrels
-from reranker.formats.topics import read_topics_tsv
 
 # Counts from ../shared/README.md (the data's provenance notes), not from this code.
 EXPECTED = {

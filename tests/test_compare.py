@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from reranker import compare
-from reranker.config import load_config, write_resolved
+from reranker.core.config import load_config, write_resolved
+from reranker.stages import compare
 
 
 def numbers(path: Path, values: dict) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from reranker import config as cfg
-from reranker.registry import AGGREGATORS, FIRST_STAGES, HEADS
+from reranker.core import config as cfg
+from reranker.core.registry import AGGREGATORS, FIRST_STAGES, HEADS
 
 
 def test_every_setting_has_a_default_and_a_description():

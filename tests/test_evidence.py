@@ -1,4 +1,4 @@
-"""Birch's evidence (reranker/evidence.py, formats/evidence.py, explain): real segments of a tiny collection,
+"""Birch's evidence (reranker/ranking/evidence.py, formats/evidence.py, explain): real segments of a tiny collection,
 hand-set unit scores, fuse birch with and without the evidence, then explain, diff and the report's page."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from reranker import explain, fuse
-from reranker.evidence import evidence_diff, largest_moves, overlap
 from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.evidence import document_text, evidence_path, read_evidence, total, unit_offsets
 from reranker.formats.runs import read_run, sorted_docs, top_k_docs
 from reranker.formats.unit_scores import read_unit_scores_with_units, write_unit_scores
-from reranker.segment import segment
+from reranker.ranking.evidence import evidence_diff, largest_moves, overlap
+from reranker.stages import explain, fuse
+from reranker.stages.segment import segment
 
 # Titles and bodies with what segment cleans: markup, entities, hard wraps, a body that repeats its title.
 DOCS = [

@@ -27,16 +27,17 @@ import pytest
 import torch
 import yaml
 
-from reranker import compare, fuse, promote, segment, train
-from reranker import score as sc
 from reranker.formats.runs import read_run
 from reranker.formats.score_cache import ScoreCache
 from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores
-from reranker.models import load_classifier
-from reranker.run_lock import BUSY, NAME, RunLock
+from reranker.neural.models import load_classifier
+from reranker.reproduction import promote
+from reranker.stages import compare, fuse, segment, train
+from reranker.stages import score as sc
+from reranker.workflow.run_lock import BUSY, NAME, RunLock
 from tests.test_compare import numbers
 from tests.test_compare import setup as compare_setup
 from tests.test_plugins import LAYER
@@ -368,7 +369,7 @@ def wait_for(log: Path, text: str, process: subprocess.Popen, seconds: float = 3
 
 
 def test_a_second_snakemake_on_a_folder_in_use_is_refused_and_the_first_run_finishes(tmp_path, birch_data):
-    """One run per run folder, for every entry point: the Snakefile takes the folder's lock (reranker/run_lock.py),
+    """One run per run folder, for every entry point: the Snakefile takes the folder's lock (reranker/workflow/run_lock.py),
     so a second `snakemake` is refused before it schedules a job and the first run's outputs stay as it made them.
     Real Snakemake processes on Cranfield; the first holds its run in a job that waits for the test's gate file
     (tests/plugins/gated_paper.smk)."""

@@ -1,4 +1,4 @@
-"""Flags through the schema (reranker.flags): a legal 0 is kept, a flag not given changes nothing, and a
+"""Flags through the schema (reranker.core.flags): a legal 0 is kept, a flag not given changes nothing, and a
 length beyond a real model's position embeddings is refused in one line (train and score). The bad flags
 themselves are cases of tests/bad_inputs/cases.yaml."""
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 from safetensors.torch import load_file, save_file
 
-from reranker import score, train
-from reranker.flags import checked, overlay
+from reranker.core.flags import checked, overlay
+from reranker.stages import score, train
 
 FILES = Path(__file__).parent / "bad_inputs" / "files"
 POSITIONS = 64

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from reranker import evaluate
 from reranker.formats.atomic import atomic_write
 from reranker.formats.docs import read_docs
 from reranker.formats.errors import FormatError, input_error_line
@@ -24,6 +23,7 @@ from reranker.formats.runs import read_run
 from reranker.formats.segments import read_segments
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores
+from reranker.stages import evaluate
 
 BOM = "\ufeff"
 FILES = Path(__file__).parent / "bad_inputs" / "files"

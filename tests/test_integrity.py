@@ -13,9 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reranker import fuse, shards
-from reranker import score as sc
-from reranker import segment as seg
 from reranker.formats.errors import InputError
 from reranker.formats.runs import read_run
 from reranker.formats.score_cache import ScoreCache
@@ -24,8 +21,12 @@ from reranker.formats.sidecar import describe
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores, write_unit_scores
-from reranker.models import load_classifier
-from reranker.records import resource_metas
+from reranker.neural import shards
+from reranker.neural.models import load_classifier
+from reranker.report.run_records import resource_metas
+from reranker.stages import fuse
+from reranker.stages import score as sc
+from reranker.stages import segment as seg
 
 CORPUS = Path(__file__).parent / "bad_inputs" / "files"
 

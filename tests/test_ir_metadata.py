@@ -11,13 +11,14 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from reranker import bundle, fuse, run_metadata
-from reranker import evaluate as ev
+from reranker.core import run_metadata
 from reranker.formats.errors import FormatError
 from reranker.formats.ir_metadata import END, START, header, read_metadata
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, read_run_lines, write_run
 from reranker.formats.text import file_sha256
+from reranker.stages import bundle, fuse
+from reranker.stages import evaluate as ev
 
 CORPUS = Path(__file__).resolve().parent / "bad_inputs" / "files"
 PRIMAD = ["platform", "research goal", "implementation", "method", "actor", "data"]
@@ -172,7 +173,7 @@ def test_the_bundle_loads_in_repro_eval_and_ranx_as_it_is(tmp_path):
 @pytest.mark.slow
 def test_retrieve_writes_the_first_stage_header(tmp_path):
     """BM25 on three hand-written documents: the index's analyser and the parameters in the header."""
-    from reranker import index, retrieve
+    from reranker.stages import index, retrieve
 
     docs = [{"id": "d1", "title": "Supersonic flow", "text": "Boundary layers in supersonic flow over a flat plate."},
             {"id": "d2", "title": "Heat transfer", "text": "Heat transfer in hypersonic boundary layers."}]

@@ -10,10 +10,10 @@ from typing import NamedTuple
 
 import pytest
 
-from reranker import segment as seg
 from reranker.formats.long_text import stitched
 from reranker.formats.segments import BOUND, SentenceSplitter, title_and_body
 from reranker.formats.text import meta_path
+from reranker.stages import segment as seg
 
 
 class Span(NamedTuple):

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from reranker import models
+from reranker.neural import models
 
 
 def test_the_head_matches_the_pooling_the_base_was_trained_with(tiny_model_dir, tmp_path):

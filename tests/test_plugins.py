@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from reranker import experiments
-from reranker.config import ConfigError, load_config
+from reranker.core.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 LAYER = {"plugins": ["tests.plugins.fake_paper"], "experiments": {"fake_paper": {"collection": "cranfield"}},

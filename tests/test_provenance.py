@@ -81,7 +81,7 @@ def test_stored_numbers_have_complete_provenance(path):
 
 
 def test_inputs_are_named_the_same_on_every_machine(tmp_path, monkeypatch):
-    from reranker.reporting import portable_name, provenance
+    from reranker.core.provenance import portable_name, provenance
 
     data, run = tmp_path / "data", tmp_path / "repo" / "runs" / "x"
     for folder in (data / "robust04", run):
@@ -101,7 +101,7 @@ def test_a_tree_dirty_only_in_results_is_clean_code(tmp_path, monkeypatch):
     """A run resumed after `make promote` (which rewrites results/) was still made from committed code."""
     import subprocess
 
-    from reranker.reporting import provenance
+    from reranker.core.provenance import provenance
 
     def git(*args):
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,

@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-from reranker import objectives, pretraining
-from reranker.config import load_config
+from reranker.core.config import load_config
 from reranker.experiments.radboud import radboud_checkpoint
 from reranker.formats.errors import FormatError
-from reranker.train import DEFAULT_TRAINING, Examples, candidate_pool, fold_training_queries, objective_for
-from reranker.workflow import Experiment
+from reranker.neural import objectives, pretraining
+from reranker.stages.train import DEFAULT_TRAINING, Examples, candidate_pool, fold_training_queries, objective_for
+from reranker.workflow.experiment import Experiment
 
 
 def test_candidate_pool_enrich_modes():
@@ -146,7 +146,7 @@ def test_carry_head_starts_every_variant_from_the_bases_head_and_no_pretraining(
 
 
 def test_agreement_is_kendalls_tau_per_query_and_its_mean(tmp_path, capsys):
-    from reranker import evaluate
+    from reranker.stages import evaluate
 
     reference = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"a": 3.0, "b": 2.0, "c": 1.0}, "q3": {"a": 1.0}}
     same_order = {"q1": {"a": 30.0, "b": 20.0, "c": -5.0}, "q2": {"a": 1.0, "b": 2.0, "c": 3.0}, "q3": {"a": 2.0}}
@@ -186,7 +186,7 @@ def test_the_thesis_candidates_are_reranked_by_the_baselines_own_checkpoints_in_
     else; the split of the gap is one of the plugin's outputs."""
     from pathlib import Path
 
-    from reranker.config import CONFIG_DIR
+    from reranker.core.config import CONFIG_DIR
 
     config = load_config([CONFIG_DIR / name for name in profile])
     radboud = Experiment(config).plugins["radboud"]
@@ -212,7 +212,7 @@ def test_the_thesis_candidates_are_reranked_by_the_baselines_own_checkpoints_in_
 
 
 def test_provided_candidates_name_a_run_of_the_collection_and_a_table_of_the_baseline(tmp_path):
-    from reranker.config import ConfigError
+    from reranker.core.config import ConfigError
 
     layer = tmp_path / "layer.yaml"
     layer.write_text("radboud: {provided_candidates: {nobody-bm25: {label: x, tables: [radboud_2_1]}}}\n")
@@ -232,7 +232,7 @@ def test_provided_candidates_name_a_run_of_the_collection_and_a_table_of_the_bas
 
 
 def test_a_missing_provided_run_is_named_with_where_it_goes(tmp_path, monkeypatch):
-    from reranker.collections import load_collection
+    from reranker.stages.collections import load_collection
 
     monkeypatch.setenv("BIRCH_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=rf"cranfield needs {tmp_path}/radboud-thesis/bm25.top100.run.gz "
@@ -248,7 +248,7 @@ def test_a_provided_run_is_copied_line_for_line_with_its_scores_exact(tmp_path):
     import shutil
     from pathlib import Path
 
-    from reranker import retrieve
+    from reranker.stages import retrieve
 
     files = Path(__file__).parent / "bad_inputs" / "files"
     for name in ("topics.tsv", "qrels.txt", "docs.jsonl"):

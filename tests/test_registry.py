@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reranker import config as cfg
-from reranker import fuse, registry, retrieve
-from reranker.workflow import Experiment
+from reranker.core import config as cfg
+from reranker.core import registry
+from reranker.stages import fuse, retrieve
+from reranker.workflow.experiment import Experiment
 
 
 @pytest.fixture
@@ -49,7 +50,8 @@ def test_an_unregistered_name_is_refused_by_the_schema():
 
 def test_every_registered_head_unit_and_objective_has_one_behaviour():
     # The registry stays light (the Snakefile imports it): the behaviour lives beside torch, under the same names.
-    from reranker import models, objectives, segment
+    from reranker.neural import models, objectives
+    from reranker.stages import segment
 
     assert models.LOADERS.keys() == registry.HEADS.keys()
     assert segment.BUILDERS.keys() == registry.UNITS.keys()

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from repro_eval.measure.overall_effects import DRI, ER
 
-from reranker import reproduction
-from reranker.reproduction import SourceNumbersError, cells_beside, delta_ri, effect_ratio, load_source_numbers, source_cell
+from reranker.reproduction import effects as reproduction
+from reranker.reproduction.effects import SourceNumbersError, cells_beside, delta_ri, effect_ratio, load_source_numbers, source_cell
 
 NUMBERS = {
     "sources": {"radboud": {"work": "Verbrugge 2021, MSc thesis", "where": "002_thesis.txt"}},

@@ -1,4 +1,4 @@
-"""One run per run folder, for every entry point: the Snakefile takes the folder's lock (reranker/run_lock.py).
+"""One run per run folder, for every entry point: the Snakefile takes the folder's lock (reranker/workflow/run_lock.py).
 Two real snakemake runs on one folder: tests/test_faults.py."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reranker.run_lock import RunLock, holder_line
+from reranker.workflow.run_lock import RunLock, holder_line
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_killed_holder_leaves_nothing_to_unlock(tmp_path):
     """SIGKILL ends an flock with its process: the next run takes the folder, no `--unlock`."""
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from reranker.run_lock import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from reranker.workflow.run_lock import RunLock; "
                                "lock = RunLock(sys.argv[1]); print(lock.held, flush=True); time.sleep(300)", str(tmp_path)],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker import evaluate, run_reproduction, seed_index, tables
-from reranker.config import load_config
+from reranker.core.config import load_config
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs, write_run
-from reranker.seeds import load_seeds
-from reranker.workflow import Experiment
+from reranker.report import seed_index
+from reranker.reproduction import run_level as run_reproduction
+from reranker.reproduction.seeds import load_seeds
+from reranker.stages import evaluate, tables
+from reranker.workflow.experiment import Experiment
 
 QUERIES = 6
 
@@ -105,7 +107,7 @@ def test_both_runs_are_cut_to_the_depth_and_short_topics_are_listed(birch_data, 
 def test_the_thesis_run_scores_its_published_bm25_under_the_theses_measure(birch_data, tmp_path):
     """Cranfield's per-topic measures are on our judgments, grades applied: the thesis' run scores 0.4714 under its
     own nDCG@20 (its README and notebooks) and 0.3336 on the standard one; against itself, the identity."""
-    from reranker import collections
+    from reranker.stages import collections
 
     assert collections.main(["export", "--collection", "cranfield", "--out", str(tmp_path / "cranfield")]) == 0
     thesis = birch_data / "radboud-thesis" / "bm25.top100.run.gz"
@@ -128,7 +130,7 @@ def test_the_pairs_files_are_the_rules_inputs():
 
 
 def test_the_quick_profile_has_the_same_pairs_and_the_inputs_it_makes():
-    from reranker.config import CONFIG_DIR
+    from reranker.core.config import CONFIG_DIR
 
     config = load_config([CONFIG_DIR / "quick.yaml"])
     assert set(config["reproduction"]) == {"cranfield-thesis-bm25", "robust04-birch-identity"}

@@ -17,16 +17,17 @@ import torch
 import yaml
 from test_segment import cranfield_inputs
 
-from reranker import hardware, shards
-from reranker import score as sc
-from reranker import segment as seg
+from reranker.core import hardware
 from reranker.formats.errors import FormatError
 from reranker.formats.layout import PATTERNS
 from reranker.formats.runs import read_run
 from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
-from reranker.models import load_classifier
+from reranker.neural import shards
+from reranker.neural.models import load_classifier
+from reranker.stages import score as sc
+from reranker.stages import segment as seg
 
 CANDIDATES = 10
 
@@ -82,7 +83,7 @@ def test_batched_bucketed_scores_equal_one_pair_at_a_time(tiny_model_dir, pairs,
 
 
 def test_batches_sized_by_tokens_cover_every_pair_within_the_budget(tiny_model_dir, pairs):
-    from reranker.batching import length_batches
+    from reranker.neural.batching import length_batches
 
     lengths = [len(p.text) // 4 + 8 for p in pairs]
     for batch_size, batch_tokens in ((16, None), (64, 2000), (1000, 500), (8, 10**6)):

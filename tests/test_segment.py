@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker import segment as seg
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.runs import read_run, sorted_docs, top_k_docs, write_run
 from reranker.formats.segments import windows
 from reranker.formats.text import meta_path
 from reranker.formats.topics import write_topics_tsv
+from reranker.stages import segment as seg
 
 QUERIES = 3
 DEPTH = 20
@@ -185,8 +185,8 @@ def test_punctuation_only_pieces_are_not_sentences():
 def test_a_query_longer_than_half_the_pair_is_truncated_never_the_unit(tokenizer, tiny_model_dir):
     # CISI has queries of ~380 tokens: units get half the pair, and the scorer's longest_first
     # truncation then cuts only the query.
-    from reranker import models
-    from reranker.score import Scorer
+    from reranker.neural import models
+    from reranker.stages.score import Scorer
 
     long_query = " ".join(["boundary layer transition on a swept wing"] * 40)
     budget = seg.token_budget(tokenizer, [long_query, "short query"], max_length=64)

@@ -1,4 +1,4 @@
-"""reranker.speed: queries per minute from the Snakemake benchmark files of a pipeline's jobs."""
+"""reranker.stages.speed: queries per minute from the Snakemake benchmark files of a pipeline's jobs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from reranker import speed
+from reranker.stages import speed
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

@@ -1,4 +1,4 @@
-"""The gap to a source split into first stage and reranker (reranker.split, `tables split`): from a results table
+"""The gap to a source split into first stage and reranker (reranker.report.gap_split, `tables split`): from a results table
 the real stages make of small runs, and in results/radboud.md from the stored split (issue 60)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reranker import evaluate, split, tables
 from reranker.formats.errors import FormatError
 from reranker.formats.table_spec import write_spec
+from reranker.report import gap_split as split
+from reranker.stages import evaluate, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 QRELS = "".join(f"{q} 0 {d} {g}\n" for q in "1234" for d, g in (("a", 2), ("b", 1), ("c", 0)))

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from reranker import notes, significance, tables
-from reranker.evaluate import evaluate
+from reranker.core.registry import CORRECTIONS
 from reranker.formats.runs import write_run
-from reranker.registry import CORRECTIONS
-from reranker.significance import paired_ttest
-from reranker.table import SIGNIFICANT, SOURCE_COLUMN, Table, write_numbers
+from reranker.report import notes
+from reranker.report.table import SIGNIFICANT, SOURCE_COLUMN, Table, write_numbers
+from reranker.reproduction import significance
+from reranker.reproduction.significance import paired_ttest
+from reranker.stages import tables
+from reranker.stages.evaluate import evaluate
 
 MEASURES = ["AP@1000", "P@20", "nDCG@20"]
 
@@ -159,7 +161,7 @@ def snakemake_job(start: str, end: str, rule: str, jobid: int, output: str) -> t
 
 
 def test_a_part_of_a_resumed_run_is_timed_over_its_logs_without_the_gaps(tmp_path):
-    from reranker.tables import main
+    from reranker.stages.tables import main
 
     a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/radboud-swap-g1-f1/reranker.json")
     b1, b2 = snakemake_job("09:05:00", "09:20:00", "train", 2, "checkpoints/radboud-add-g1-f1/reranker.json")
@@ -183,8 +185,8 @@ def test_a_part_of_a_resumed_run_is_timed_over_its_logs_without_the_gaps(tmp_pat
 
 
 def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
-    from reranker.records import wall_clock
-    from reranker.tables import main
+    from reranker.report.run_records import wall_clock
+    from reranker.stages.tables import main
 
     log = tmp_path / "2026-01-01T000000.000000.snakemake.log"
     log.write_text("Assuming unrestricted shared filesystem usage.\n\nSNAKEMAKE\n=========\n  Date: 2026-01-01 00:00:00\n"
@@ -206,7 +208,7 @@ def test_wall_clock_is_read_from_a_finished_snakemake_log(tmp_path):
 
 
 def test_a_resumed_run_is_timed_as_the_sum_of_its_stretches_without_the_pauses(tmp_path, capsys):
-    from reranker.tables import main
+    from reranker.stages.tables import main
 
     a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/scifact/reranker.json")
     b1, _ = snakemake_job("09:10:00", "09:12:00", "score", 2, "scores/cranfield/x.parquet")  # drained: never finished
@@ -449,7 +451,7 @@ def checkpoint_dir(path, losses, validation, prior, selected):
 
 
 def test_figure_curves_from_checkpoint_logs(tmp_path, capsys):
-    from reranker.figures import moving_average
+    from reranker.report.figures import moving_average
 
     assert moving_average([1.0, 0.0, 0.0]) == pytest.approx([1.0, 0.95, 0.9025])
     a = checkpoint_dir(tmp_path / "a", [0.7, 0.5, 0.4, 0.35], {0: 0.66, 2: 0.5, 4: 0.45}, 0.6, 4)
@@ -544,9 +546,9 @@ def test_resources_table_without_benchmarks_is_an_error_and_writes_nothing(tmp_p
 
 
 def test_finish_times_the_run_and_its_parts_then_makes_the_resources_table_with_that_wall_clock(tmp_path, capsys):
-    """`python -m reranker.finish`, make run's steps after the DAG, without the report: run.json from the
+    """`python -m reranker.workflow.finish`, make run's steps after the DAG, without the report: run.json from the
     run's log, the time of a paper's part its jobs ran, another part's file kept, the resources table."""
-    from reranker import finish
+    from reranker.workflow import finish
 
     run = tmp_path / "run"
     a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/radboud-swap-g1-f1/reranker.json")
@@ -576,7 +578,7 @@ def test_finish_times_the_run_and_its_parts_then_makes_the_resources_table_with_
 def test_device_usage_says_none_on_a_cpu_and_parts_combine():
     import torch
 
-    from reranker.hardware import DeviceUsage, combine_usage, machine
+    from reranker.core.hardware import DeviceUsage, combine_usage, machine
 
     usage = DeviceUsage(torch.device("cpu")).record()
     assert usage == {"gpu": "none", "gpu_peak_memory_mib": "none", "gpu_energy_joules": "none"}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reranker import collections, evaluate, fuse, index, retrieve, score, segment
-from reranker.config import load_config
+from reranker.core.config import load_config
 from reranker.formats.folds import read_folds
 from reranker.formats.runs import read_run
-from reranker.workflow import Experiment
+from reranker.stages import collections, evaluate, fuse, index, retrieve, score, segment
+from reranker.workflow.experiment import Experiment
 
 REPO = Path(__file__).resolve().parent.parent
 LAYER = REPO / ".test" / "config" / "config.yaml"

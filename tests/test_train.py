@@ -1,4 +1,4 @@
-"""reranker.train on SciFact (beir/scifact/train): real BM25 negatives, a real 2-layer MiniLM fine-tuned."""
+"""reranker.stages.train on SciFact (beir/scifact/train): real BM25 negatives, a real 2-layer MiniLM fine-tuned."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import re
 import pytest
 import torch
 
-from reranker import models
-from reranker.batching import tokenize_pairs
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import read_qrels, write_qrels
 from reranker.formats.runs import read_run, write_run
 from reranker.formats.topics import read_topics_tsv, write_topics_tsv
-from reranker.objectives import Objective
-from reranker.train import (
+from reranker.neural import models
+from reranker.neural.batching import tokenize_pairs
+from reranker.neural.objectives import Objective
+from reranker.stages.train import (
     LOG_FILE,
     PLOT_FILE,
     VALIDATION_FILE,
@@ -57,7 +57,7 @@ def scifact(tmp_path_factory):
     """docs.jsonl, topics.tsv, qrels and a BM25 run (a real Lucene index) of beir/scifact/train."""
     import ir_datasets
 
-    from reranker.java import start_jvm
+    from reranker.core.java import start_jvm
 
     dataset = ir_datasets.load("beir/scifact/train")
     root = tmp_path_factory.mktemp("scifact-train")
@@ -346,7 +346,7 @@ def test_passage_pairs_carry_their_documents_label(scifact, tiny_model_dir, tmp_
 def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact, tiny_model_dir, tmp_path):
     """positives best: of a relevant document's passages only the filter's top one stays (scored here on
     its own by the filter's two-way head), the others are left out; negatives all stay; the cap comes after."""
-    from reranker.train import best_units, unit_document
+    from reranker.stages.train import best_units, unit_document
 
     source, _ = with_qids(scifact, split(scifact)[0][:20], tmp_path)
     config = TrainingConfig(**{**SHORT.as_dict(), "unit": "passages", "passage_length": 40, "passage_stride": 20,
@@ -371,7 +371,7 @@ def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact,
                                     torch.float32)
             log_odds = logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
             assert log_odds[units.index(pair.doc_id)] >= log_odds.max() - 1e-5
-    from reranker.train import relevance_scores
+    from reranker.stages.train import relevance_scores
 
     assert relevance_scores(scorer, [], [], config.max_length, torch.float32).numel() == 0  # a split with no positives
     left_out = kept[0].record["positives_left_out"]["pairs"]
@@ -453,7 +453,7 @@ def test_a_bi_encoder_trains_as_a_classifier_of_its_cosine_and_is_saved_as_a_bi_
     """head bi_encoder: query and text encoded each alone from the pair's tokens, so the untrained logit is the
     zero-shot cosine exactly; the head starts calibrated on training judgments; the checkpoint is the plain
     encoder, read back as a bi-encoder whose fingerprint is the recorded one."""
-    from reranker.forward import cosines
+    from reranker.neural.forward import cosines
 
     zero_shot = models.load_classifier(str(tiny_model_dir), head="bi_encoder")
     queries, texts = ["boundary layer transition", "a"], ["Transition of the laminar boundary layer.", "Cats sleep."]
@@ -479,7 +479,7 @@ def test_a_bi_encoder_trains_as_a_classifier_of_its_cosine_and_is_saved_as_a_bi_
 
 def test_calibration_fits_a_logistic_regression_on_the_labels():
     """The fitted sigmoid(a x + b) orders as the cosine does (a > 0) and matches the label rates."""
-    from reranker.objectives import calibrate
+    from reranker.neural.objectives import calibrate
 
     cosine = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     labels = [False, False, True, False, True, False, True, True]
@@ -491,7 +491,7 @@ def test_calibration_fits_a_logistic_regression_on_the_labels():
 def test_a_carried_head_ranks_as_the_two_way_head_did(scifact, tiny_model_dir, tmp_path):
     """head_from: a regression head starts as an affine map of the two-way head's log-odds (the same
     ranking, fitted to squared error); a two-way objective gets the two-way head itself."""
-    from reranker.train import batched_logits, carry_head, encode, load_task
+    from reranker.stages.train import batched_logits, carry_head, encode, load_task
 
     cpu, donor_dir = torch.device("cpu"), str(tiny_model_dir)
     donor = models.load_classifier(donor_dir, seed=3)  # its seeded two-way head
@@ -526,7 +526,7 @@ def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(sc
     import sys
     import time
 
-    from reranker.train import is_complete, resume_path
+    from reranker.stages.train import is_complete, resume_path
 
     source, qids_file = with_qids(scifact, split(scifact)[0][:60], tmp_path)
     files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
@@ -566,7 +566,7 @@ def test_queries_too_long_for_max_length_are_left_out_with_a_record(tiny_model_d
     from transformers import AutoTokenizer
 
     from reranker.formats.errors import InputError
-    from reranker.train import Examples, TrainingPair, _without_long_queries
+    from reranker.stages.train import Examples, TrainingPair, _without_long_queries
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     topics = {"1": "short query", "2": " ".join(["word"] * 60)}

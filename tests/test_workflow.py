@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reranker.compare import AFTER_COMPARISON
-from reranker.evidence import move
 from reranker.formats.evidence import evidence_path, read_evidence, total
 from reranker.formats.runs import read_run
 from reranker.formats.unit_scores import read_unit_scores
+from reranker.ranking.evidence import move
+from reranker.stages.compare import AFTER_COMPARISON
 from tests.background import DETERMINISM_TARGETS
 from tests.test_container import result_tables
 
@@ -358,7 +358,7 @@ def test_the_run_ends_with_a_comparison_without_drift(quick_run):
 
 def test_the_readme_shows_our_runs_against_the_originals_own(quick_run):
     """Issue 60: the quick run compares its Cranfield BM25 with the Radboud thesis' run and Birch's Robust04 run with
-    itself (repro-eval, reranker.run_reproduction); the README shows both beside the verdicts."""
+    itself (repro-eval, reranker.reproduction.run_level); the README shows both beside the verdicts."""
     folder = quick_run / "numbers" / "reproduction"
     thesis = json.loads((folder / "cranfield-thesis-bm25.json").read_text())
     birch = json.loads((folder / "robust04-birch-identity.json").read_text())

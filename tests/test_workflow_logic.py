@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.config import CONFIG_DIR, load_config
-from reranker.workflow import EARLY_PRIORITY, SCORE_PRIORITY, TRAIN_PRIORITY, Experiment, job_priority
+from reranker.core.config import CONFIG_DIR, load_config
+from reranker.workflow.experiment import EARLY_PRIORITY, SCORE_PRIORITY, TRAIN_PRIORITY, Experiment, job_priority
 
 REPO = Path(__file__).resolve().parent.parent
 # Flags a rule may pass: paths, the ids a job is about (which experiment's section, which ranking of the

@@ -2,7 +2,7 @@
 
 `register` adds a `Plugin` class under its name; the registry gives the DAG its rules files, its
 tables, the checkpoints each paper generates (added when a configuration is resolved), the wall-clock
-parts of `make run` (reranker.finish) and the resources table's checkpoint groups. Built-in plugins:
+parts of `make run` (reranker.workflow.finish) and the resources table's checkpoint groups. Built-in plugins:
 birch, radboud, ntnu; a configuration's `plugins:` names more modules to import (e.g. a fourth
 paper's, or a test's).
 
@@ -16,7 +16,7 @@ import importlib
 import sys
 from collections.abc import Container, Iterable
 
-from reranker import config as config_module
+from reranker.core import config as config_module
 from reranker.experiments.base import Plugin
 
 REGISTRY: dict[str, type[Plugin]] = {}
@@ -63,12 +63,11 @@ def checkpoint_prefixes(plugins: Container[str] | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m reranker.experiments [list]`: the registry, one plugin a line; `... catalog`: the tables every
-    configuration makes (reranker.experiments.catalog)."""
+    """`python -m reranker.experiments [list]`: the registry, one plugin a line (the tables every configuration
+    makes: `python -m reranker.workflow.catalog`)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["catalog"]:
-        from reranker.experiments import catalog
-
-        return catalog.main(argv[1:])
+    if argv[:1] == ["catalog"]:  # the workflow layer's now, above the plugins
+        print("the catalog moved: python -m reranker.workflow.catalog", file=sys.stderr)
+        return 2
     print("\n".join(f"{name}: {cls.about}" for name, cls in load().items()))
     return 0

@@ -1,7 +1,7 @@
 """What every paper's plugin has: its configuration section, its rules file, the tables it adds, the
 checkpoints it generates and the part of a run's wall clock that is its own.
 
-A plugin is built over the DAG's `Experiment` (reranker.workflow), which it reads for the run
+A plugin is built over the DAG's `Experiment` (reranker.workflow.experiment), which it reads for the run
 folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py).
 """
 
@@ -12,8 +12,8 @@ import sys
 from collections.abc import Mapping
 from typing import ClassVar
 
-from reranker import settings
-from reranker.config import NamedRows, slug, training_config
+from reranker.core import settings
+from reranker.core.config import NamedRows, slug, training_config
 
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reranker.config import slug
+from reranker.core.config import slug
+from reranker.core.registry import AGGREGATORS, FIRST_STAGES
 from reranker.experiments import register
 from reranker.experiments.base import PRECISION_WORDS, Plugin
-from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 
 @register

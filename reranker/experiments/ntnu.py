@@ -10,10 +10,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from reranker.config import NamedRows, merge, training_config
+from reranker.core.config import NamedRows, merge, training_config
+from reranker.core.registry import AGGREGATORS, FIRST_STAGES
 from reranker.experiments import register
 from reranker.experiments.base import Plugin, section_problems
-from reranker.registry import AGGREGATORS, FIRST_STAGES
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
 CHECKPOINT_PREFIX = "ntnu-"

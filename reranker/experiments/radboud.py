@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reranker.config import NamedRows, merge, training_config
+from reranker.core.config import NamedRows, merge, training_config
+from reranker.core.registry import FIRST_STAGES
 from reranker.experiments import register
 from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
 from reranker.formats.layout import PATTERNS
-from reranker.registry import FIRST_STAGES
 
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
 # reads the same wherever the table is rebuilt.

@@ -4,7 +4,7 @@ cell may name. Where a name is in no configuration, a claim on it would read "no
 cell would never be shown: the readers refuse it instead.
 
 Made from the plugins' table specs over the default experiment and every profile's configuration by
-`python -m reranker.experiments catalog` (tests/test_claims.py checks that the stored file is what that
+`python -m reranker.workflow.catalog` (tests/test_claims.py checks that the stored file is what that
 makes); read here, since stages never import the plugins. One JSON object:
 
     {"configurations": ["workflow/config/config.yaml", "workflow/config/quick.yaml", ...],
@@ -30,7 +30,7 @@ from reranker.formats.errors import FormatError
 CATALOG = "table_catalog.json"  # its name, beside the seed file and the source numbers
 DEFAULT_CATALOG = Path(__file__).resolve().parents[2] / "workflow" / "config" / CATALOG
 FIELDS = ("groups", "rows", "columns")
-REMAKE = "python -m reranker.experiments catalog"
+REMAKE = "python -m reranker.workflow.catalog"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,11 @@ class InputError(ValueError):
     """Bad input (a file, a flag, a config value) that the user can fix; the message says how."""
 
 
+class ConfigError(InputError):
+    """A config value, key or id that the schema or the registries reject (here, below the formats that raise it;
+    reranker.core.config re-exports it)."""
+
+
 class FormatError(InputError):
     """A file that does not follow its format; the message names the file and line."""
 

@@ -9,9 +9,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from reranker.config import ConfigError
 from reranker.formats.atomic import atomic_write
-from reranker.formats.errors import FormatError, InputError
+from reranker.formats.errors import ConfigError, FormatError, InputError
 from reranker.formats.ids import check_id, qid_order
 from reranker.formats.text import open_text
 

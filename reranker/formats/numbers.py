@@ -1,4 +1,4 @@
-"""A run's numbers documents (`numbers/<table>.json`, written by reranker.table.write_numbers, and a sweep
+"""A run's numbers documents (`numbers/<table>.json`, written by reranker.report.table.write_numbers, and a sweep
 figure's JSON) as a claim reads them: a cell's value, its per-query values, groups and rows in the table's order."""
 
 from __future__ import annotations

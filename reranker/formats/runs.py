@@ -82,7 +82,7 @@ def top_k_docs(run: Run, k: int) -> dict[str, list[str]]:
 def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, tag: str, depth: int | None = None,
               metadata: Mapping | None = None) -> None:
     """Write a run in TREC format, ranked as trec_eval ranks it, atomically; `metadata` (PRIMAD, see
-    reranker.run_metadata) as its ir_metadata header, with the run's tag.
+    reranker.core.run_metadata) as its ir_metadata header, with the run's tag.
 
     Scores keep 9 significant digits, enough to round-trip the float32 values trec_eval ranks by.
     """

@@ -7,24 +7,8 @@ ir_measures' (trec_eval's, through pytrec_eval), never a hand-written formula.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class NamedMeasure:
-    name: str
-    expression: str  # ir_measures syntax
-    label: str  # a table column's header
-    description: str
-    collections: tuple[str, ...] = ()  # where its gains mean what they say; empty: any
-
-
-MEASURES: dict[str, NamedMeasure] = {}
-
-
-def register(measure: NamedMeasure) -> NamedMeasure:
-    MEASURES[measure.name] = measure
-    return measure
+from reranker.measures import radboud  # noqa: F401 (registers its measure)
+from reranker.measures.base import MEASURES, NamedMeasure, register  # noqa: F401 (the package's names)
 
 
 def expression(name: str) -> str:
@@ -34,9 +18,6 @@ def expression(name: str) -> str:
 
 def label(name: str) -> str | None:
     return MEASURES[name].label if name in MEASURES else None
-
-
-from reranker.measures import radboud  # noqa: E402,F401 (registers)
 
 
 def is_measure(name: str) -> bool:

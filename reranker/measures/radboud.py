@@ -12,7 +12,7 @@ document has gain 0 there (no interest). So the thesis' measure is nDCG@20 with 
 
 from __future__ import annotations
 
-from reranker.measures import NamedMeasure, register
+from reranker.measures.base import NamedMeasure, register
 
 THESIS_GAINS = {-1: 4, 1: 4, 2: 3, 3: 2, 4: 1}  # raw cranqrel code -> the thesis' gain
 

@@ -4,9 +4,9 @@ Its one table: BM25 against BM25+RM3 on one collection (tests/test_plugins.py ru
 
 from __future__ import annotations
 
+from reranker.core.registry import FIRST_STAGES
 from reranker.experiments import register
 from reranker.experiments.base import Plugin
-from reranker.registry import FIRST_STAGES
 
 
 @register

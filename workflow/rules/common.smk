@@ -4,7 +4,7 @@
 import os
 import shlex
 
-from reranker.registry import AGGREGATORS, FIRST_STAGES, RANKINGS, UNITS, wildcard_pattern
+from reranker.core.registry import AGGREGATORS, FIRST_STAGES, RANKINGS, UNITS, wildcard_pattern
 
 P = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
 PATH = EXP.layout.path  # the same, filled

@@ -181,7 +181,7 @@ use rule rerank_radboud as rerank_radboud_provided with:
 if RADBOUD.split_table():
 
     rule radboud_split:
-        """The gap between the thesis' baseline and ours, split into first stage and reranker (reranker/split.py)."""
+        """The gap between the thesis' baseline and ours, split into first stage and reranker (reranker/report/gap_split.py)."""
         input:
             numbers=PATH("numbers", table=RADBOUD.split_table()),
             sources=SOURCE_NUMBERS,

@@ -1,0 +1,1 @@
+"""Models and what runs them: forward passes, objectives, batching, sharded scoring, pretraining data (layer 2)."""

@@ -1,0 +1,1 @@
+"""Rankings from unit scores: Birch's evidence (layer 2)."""

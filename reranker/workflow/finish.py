@@ -1,0 +1,110 @@
+"""What `make run` does around the DAG: `--logs-only` before each stretch, then once the DAG is done, in one call:
+
+    python -m reranker.workflow.finish --run-dir runs/default --command "make run" [--snakemake "snakemake --cores all ..."]
+
+In the run folder it writes, in this order:
+- `logs/*.snakemake.log`: each stretch's Snakemake log, copied from .snakemake/log (collect_logs);
+- `numbers/run.json`: the run's wall clock and machine from every stretch's Snakemake log
+  (`logs/*.snakemake.log`: a run stopped and resumed adds its stretches up, pauses left out);
+- `numbers/<name>_time.json`: the wall clock of each paper with a part of its own (the registry's,
+  `reranker.experiments.wall_clock_parts()`: the union of its jobs' spans); a part with no finished job in
+  the logs (a rerun with nothing to do) keeps its file, says so on stderr, and the rest goes on;
+- `tables/resources.{md,csv,html}` and `numbers/resources.json`: the resources table again, now with the
+  measured wall clock, each paper's per-fold checkpoints in one row (`reranker.experiments.checkpoint_prefixes()`);
+- `report.html`: the DAG's own snakemake command with `--report`, every table and figure in one page
+  (`--no-report`: not).
+
+Each step is `tables wallclock` or `tables resources`, called in this process with the arguments its
+command line would take. Not a stage: it reads the papers' registry (reranker.experiments), which stages never import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from reranker import experiments
+from reranker.formats.errors import exits_on_input_error
+from reranker.report import run_records as records
+
+
+def _mentions(log: Path, mark: str) -> bool:
+    """Whether a line of `log` holds `mark` (which holds no line end), read up to the first that does."""
+    with open(log, encoding="utf-8", errors="replace") as lines:
+        return any(mark in line for line in lines)
+
+
+def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -> None:
+    """Copy into <run-dir>/logs/ every Snakemake log of this run: started since the run folder's first
+    `make run` (logs/.started) and naming the run folder (its jobs' outputs are there), so that another
+    run in the same checkout, or an earlier run of a folder since deleted, does not count. Called before
+    each stretch too: a stretch killed outright (its machine went away) never reached its own copy. A log
+    whose copy has its size and modification time (copy2 keeps it) is copied already, and not read again."""
+    logs = run_dir / "logs"
+    started = logs / ".started"
+    if not started.exists():
+        logs.mkdir(parents=True, exist_ok=True)
+        started.touch()
+    since, mark = started.stat().st_mtime, str(run_dir).rstrip("/") + "/"
+    for log in sorted(snakemake_logs.glob("*.snakemake.log")):
+        found, copy = log.stat(), logs / log.name
+        if found.st_mtime < since:
+            continue
+        kept = copy.stat() if copy.exists() else None
+        if kept is not None and (kept.st_size, kept.st_mtime_ns) == (found.st_size, found.st_mtime_ns):
+            continue  # copied already, and not grown since
+        if _mentions(log, mark):
+            shutil.copy2(log, copy)
+
+
+def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all", report: bool = True) -> int:
+    """The steps after the DAG (see the module's docstring); the first failing step's exit code, else 0."""
+    collect_logs(run_dir)
+    # sorted: by the stretch's start (Snakemake names a log by it); none is an error (the run wrote no log)
+    logs = sorted(str(path) for path in (run_dir / "logs").glob("*.snakemake.log"))
+    if not logs:
+        raise FileNotFoundError(f"{run_dir / 'logs'}: no *.snakemake.log (make run copies each stretch's log there)")
+    log_args = [arg for log in logs for arg in ("--log", log)]
+    numbers = run_dir / "numbers"
+    run_json = numbers / "run.json"
+    timings = [log_args + ["--out", str(run_json), "--command", command]]
+    timings += [log_args + ["--part", part, "--out", str(numbers / f"{name}_time.json"), "--command", command]
+                for name, part in experiments.wall_clock_parts().items()]
+    for argv in timings:
+        if status := records.main_wall_clock(argv):
+            return status
+    status = records.main_resources(["--run-dir", str(run_dir), "--wall-clock", str(run_json),
+                                     "--checkpoint-groups", *experiments.checkpoint_prefixes(),
+                                     "--formats", "md", "csv", "html", "--out", str(run_dir / "tables" / "resources"),
+                                     "--numbers", str(numbers / "resources.json"), "--command", command])
+    if status or not report:
+        return status
+    sys.stdout.flush()  # the steps' lines before snakemake's, in a log too
+    # the command that ran the DAG (its profile and config files), so the report is of that run
+    return subprocess.run([*shlex.split(snakemake), "--report", str(run_dir / "report.html")]).returncode
+
+
+@exits_on_input_error("finish")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reranker.workflow.finish", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True, help="the run folder (runs/<profile>): its logs/ are read")
+    parser.add_argument("--command", default="", help="the command that made the run, for provenance")
+    parser.add_argument("--snakemake", default="snakemake --cores all",
+                        help="the command that ran the DAG (profile, config files): the report is made with it")
+    parser.add_argument("--no-report", action="store_true", help="skip report.html (a test, or a machine without the DAG's inputs)")
+    parser.add_argument("--logs-only", action="store_true",
+                        help="only copy this run's Snakemake logs into <run-dir>/logs/ (make run, before each stretch)")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    if args.logs_only:
+        collect_logs(Path(args.run_dir))
+        return 0
+    return finish(Path(args.run_dir), args.command, args.snakemake, report=not args.no_report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
