@@ -8,8 +8,8 @@
 from snakemake.utils import min_version
 
 from reranker import experiments
-from reranker.stages.collections import load_collection
 from reranker.core.config import resolve, write_resolved
+from reranker.corpora.load import load_collection
 from reranker.workflow.run_lock import RunLock
 from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
 

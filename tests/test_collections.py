@@ -1,4 +1,4 @@
-"""reranker.stages.collections on the real collections (offline caches), plus small hand-made bad files."""
+"""reranker.corpora and the collections stage on the real collections (offline caches), plus small hand-made bad files."""
 
 from __future__ import annotations
 
@@ -16,19 +16,15 @@ import ir_datasets
 import pytest
 
 from reranker.core.config import ConfigError, load_config
+from reranker.corpora.base import DocumentsUnavailableError
+from reranker.corpora.export import collection_stats, export_collection
+from reranker.corpora.load import collection_from_entry, load_collection
 from reranker.formats.docs import strip_markup
 from reranker.formats.errors import FormatError
 from reranker.formats.folds import load_folds, read_folds, seeded_folds, write_folds
 from reranker.formats.qrels import read_qrels
 from reranker.formats.topics import read_topics_tsv
-from reranker.stages.collections import (
-    DocumentsUnavailableError,
-    collection_from_entry,
-    collection_stats,
-    export_collection,
-    load_collection,
-    main,
-)
+from reranker.stages.collections import main
 
 # Counts from ../shared/README.md (the data's provenance notes), not from this code.
 EXPECTED = {

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from ir_measures import AP
 
+from reranker.corpora.load import load_collection
 from reranker.formats.errors import FormatError
 from reranker.formats.folds import read_folds
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
 from reranker.formats.unit_scores import read_unit_scores
 from reranker.stages import fuse
-from reranker.stages.collections import load_collection
 
 STEP = 0.5  # a coarse grid keeps the brute-force ir_measures search fast
 FOLDS = {"f1": ["1", "2", "3", "4"], "f2": ["5", "6", "7", "8"], "f3": ["9", "10", "11", "12", "13"]}

@@ -11,11 +11,11 @@ import pytest
 
 from reranker import measures
 from reranker.core.config import load_config
+from reranker.corpora.load import load_collection
 from reranker.formats.errors import InputError
 from reranker.formats.qrels import write_qrels
 from reranker.formats.runs import write_run
 from reranker.measures.radboud import THESIS_GAINS
-from reranker.stages.collections import load_collection
 from reranker.stages.evaluate import evaluate, main, parse_measures
 
 

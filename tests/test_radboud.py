@@ -232,7 +232,7 @@ def test_provided_candidates_name_a_run_of_the_collection_and_a_table_of_the_bas
 
 
 def test_a_missing_provided_run_is_named_with_where_it_goes(tmp_path, monkeypatch):
-    from reranker.stages.collections import load_collection
+    from reranker.corpora.load import load_collection
 
     monkeypatch.setenv("BIRCH_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=rf"cranfield needs {tmp_path}/radboud-thesis/bm25.top100.run.gz "
