@@ -28,11 +28,12 @@ import numpy as np
 from tqdm import tqdm
 
 from reranker.formats.atomic import write_json
+from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
-from reranker.formats.unit_scores import UnitScores
-from reranker.stages import fuse
+from reranker.formats.unit_scores import UnitScores, read_unit_scores
+from reranker.ranking import fusion
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -74,18 +75,18 @@ def synthetic_inputs(seed: int = 0, queries: int = 225, depth: int = 1000, k: in
 def brute_force(run: Run, candidates, qrels: Qrels, folds, top_n: int, params: np.ndarray):
     """Per grid point: build the fused run, evaluate it with ir_measures; then choose per fold."""
     evaluated = [qid for qid in qid_order({q for qids in folds.values() for q in qids}) if qid in run and qid in qrels]
-    evaluator = ir_measures.evaluator([ir_measures.AP @ fuse.CUTOFF], {q: qrels[q] for q in evaluated})
+    evaluator = ir_measures.evaluator([ir_measures.AP @ fusion.CUTOFF], {q: qrels[q] for q in evaluated})
     matrix = np.zeros((len(evaluated), len(params)))
     row = {qid: i for i, qid in enumerate(evaluated)}
     for g, point in enumerate(tqdm(params, desc="ir_measures per grid point", file=sys.stderr)):
-        for metric in evaluator.iter_calc(fuse.fuse(run, candidates, point, top_n, evaluated)):
+        for metric in evaluator.iter_calc(fusion.fuse(run, candidates, point, top_n, evaluated)):
             matrix[row[metric.query_id], g] = metric.value
     choices = []
     for fold, test_qids in folds.items():
         test = set(test_qids)
         train_rows = [row[q] for q in evaluated if q not in test]
         test_rows = [row[q] for q in evaluated if q in test]
-        best = fuse.best_grid_point(matrix[train_rows].mean(axis=0), params)
+        best = fusion.best_grid_point(matrix[train_rows].mean(axis=0), params)
         choices.append({"fold": fold, "a": float(params[best, 0]), "w2": float(params[best, 1]), "w3": float(params[best, 2]),
                         "train_ap": float(matrix[train_rows, best].mean()), "test_ap": float(matrix[test_rows, best].mean())})
     return choices
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scores", help="unit scores TSV: qid, doc_id, unit, score")
     parser.add_argument("--qrels")
     parser.add_argument("--folds")
-    parser.add_argument("--top-n", type=int, choices=fuse.TOP_N, default=3)
+    parser.add_argument("--top-n", type=int, choices=fusion.TOP_N, default=3)
     parser.add_argument("--step", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic inputs")
     parser.add_argument("--out", default=str(REPO / "results" / "benchmarks" / "fusion_cv.json"))
@@ -117,26 +118,26 @@ def main(argv: list[str] | None = None) -> int:
     if any(given) and not all(given):
         parser.error("give all of --run, --scores, --qrels and --folds, or none for the synthetic set")
     if all(given):
-        run, units, qrels = read_run(args.run), fuse.read_unit_scores(args.scores), read_qrels(args.qrels)
-        folds = fuse.read_folds(args.folds)
+        run, units, qrels = read_run(args.run), read_unit_scores(args.scores), read_qrels(args.qrels)
+        folds = read_folds(args.folds)
         description = {"kind": "files", "run": args.run, "scores": args.scores, "qrels": args.qrels, "folds": args.folds}
     else:
         run, units, qrels, folds, text = synthetic_inputs(args.seed)
         description = {"kind": "synthetic", "description": text}
 
-    candidates = fuse.birch_candidates(run, units, args.top_n)
-    params = fuse.parameter_grid(args.top_n, args.step, args.step)
+    candidates = fusion.birch_candidates(run, units, args.top_n)
+    params = fusion.parameter_grid(args.top_n, args.step, args.step)
 
     load_before = list(os.getloadavg())
     start = time.perf_counter()
-    _, vectorised = fuse.cross_validate(run, candidates, qrels, folds, args.top_n, args.step, args.step)
+    _, vectorised = fusion.cross_validate(run, candidates, qrels, folds, args.top_n, args.step, args.step)
     vectorised_seconds = time.perf_counter() - start
     start = time.perf_counter()
     baseline = brute_force(run, candidates, qrels, folds, args.top_n, params)
     baseline_seconds = time.perf_counter() - start
 
-    same = [(c.a, c.w2, c.w3) == (b["a"], b["w2"], b["w3"]) and abs(c.train_ap - b["train_ap"]) <= fuse.TIE_TOLERANCE
-            and abs(c.test_ap - b["test_ap"]) <= fuse.TIE_TOLERANCE for c, b in zip(vectorised, baseline)]
+    same = [(c.a, c.w2, c.w3) == (b["a"], b["w2"], b["w3"]) and abs(c.train_ap - b["train_ap"]) <= fusion.TIE_TOLERANCE
+            and abs(c.test_ap - b["test_ap"]) <= fusion.TIE_TOLERANCE for c, b in zip(vectorised, baseline)]
     speed_up = baseline_seconds / vectorised_seconds
     result = {
         "inputs": description,

@@ -19,6 +19,8 @@ from reranker.formats.folds import read_folds
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
 from reranker.formats.unit_scores import read_unit_scores
+from reranker.ranking import fusion
+from reranker.ranking.aggregation import aggregate
 from reranker.stages import fuse
 
 STEP = 0.5  # a coarse grid keeps the brute-force ir_measures search fast
@@ -61,14 +63,14 @@ def data():
                          [(1, "none", "birch"), (2, "minmax", "repeat_min"), (3, "none", "birch"), (3, "zscore", "repeat_min")])
 def test_grid_ap_equals_ir_measures_at_every_grid_point(data, top_n, normalise, short_docs):
     run, units, qrels = data
-    candidates = fuse.birch_candidates(run, units, top_n, normalise, short_docs)
-    params = fuse.parameter_grid(top_n, 0.25, 0.25)
+    candidates = fusion.birch_candidates(run, units, top_n, normalise, short_docs)
+    params = fusion.parameter_grid(top_n, 0.25, 0.25)
     qids = [q for q in run if q in qrels]
-    matrix = fuse.grid_ap_matrix(candidates, qrels, qids, params, top_n, show_progress=False)
-    chunked = fuse.grid_ap_matrix(candidates, qrels, qids, params, top_n, max_cells=50, show_progress=False)
+    matrix = fusion.grid_ap_matrix(candidates, qrels, qids, params, top_n, show_progress=False)
+    chunked = fusion.grid_ap_matrix(candidates, qrels, qids, params, top_n, max_cells=50, show_progress=False)
     np.testing.assert_array_equal(matrix, chunked)
     for g, point in enumerate(params):
-        expected = ir_measures_ap(fuse.fuse(run, candidates, point, top_n), qrels)
+        expected = ir_measures_ap(fusion.fuse(run, candidates, point, top_n), qrels)
         assert sorted(expected) == sorted(qids)
         for row, qid in enumerate(qids):
             assert matrix[row, g] == pytest.approx(expected[qid], abs=1e-12), (qid, point)
@@ -77,15 +79,15 @@ def test_grid_ap_equals_ir_measures_at_every_grid_point(data, top_n, normalise, 
 @pytest.mark.parametrize("top_n", [1, 2, 3])
 def test_cross_validation_matches_brute_force_ir_measures(data, top_n):
     run, units, qrels = data
-    candidates = fuse.birch_candidates(run, units, top_n)
-    joined, choices = fuse.cross_validate(run, candidates, qrels, FOLDS, top_n, STEP, STEP, show_progress=False)
-    params = fuse.parameter_grid(top_n, STEP, STEP)
-    per_point = [ir_measures_ap(fuse.fuse(run, candidates, point, top_n), qrels) for point in params]
+    candidates = fusion.birch_candidates(run, units, top_n)
+    joined, choices = fusion.cross_validate(run, candidates, qrels, FOLDS, top_n, STEP, STEP, show_progress=False)
+    params = fusion.parameter_grid(top_n, STEP, STEP)
+    per_point = [ir_measures_ap(fusion.fuse(run, candidates, point, top_n), qrels) for point in params]
     for choice in choices:
         train = [q for f, qids in FOLDS.items() if f != choice.fold for q in qids if q in qrels]
         means = [sum(ap[q] for q in train) / len(train) for ap in per_point]
         best = max(means)
-        tied = [i for i, m in enumerate(means) if m >= best - fuse.TIE_TOLERANCE]
+        tied = [i for i, m in enumerate(means) if m >= best - fusion.TIE_TOLERANCE]
         a, w2, w3 = min((params[i] for i in tied), key=lambda p: (-p[0], p[1], p[2]))
         assert (choice.a, choice.w2, choice.w3) == (a, w2, w3)
         assert choice.train_ap == pytest.approx(best, abs=1e-12)
@@ -102,43 +104,43 @@ def test_normalisation_chosen_by_cross_validation_is_the_best_on_training_folds_
     """`cv` picks, per fold, the normalisation whose best grid point has the highest train AP; the
     test fold's AP never enters the choice."""
     run, units, qrels = data
-    sets = {m: fuse.birch_candidates(run, units, 2, m) for m in fuse.NORMALISATIONS}
-    joined, choices, chosen = fuse.cross_validate_sets(run, sets, qrels, FOLDS, 2, STEP, STEP, show_progress=False)
+    sets = {m: fusion.birch_candidates(run, units, 2, m) for m in fusion.NORMALISATIONS}
+    joined, choices, chosen = fusion.cross_validate_sets(run, sets, qrels, FOLDS, 2, STEP, STEP, show_progress=False)
     for choice in choices:
-        single = {m: {c.fold: c for c in fuse.cross_validate(run, sets[m], qrels, FOLDS, 2, STEP, STEP,
+        single = {m: {c.fold: c for c in fusion.cross_validate(run, sets[m], qrels, FOLDS, 2, STEP, STEP,
                                                                 show_progress=False)[1]}[choice.fold]
-                  for m in fuse.NORMALISATIONS}
+                  for m in fusion.NORMALISATIONS}
         best = max(c.train_ap for c in single.values())
-        expected = next(m for m in fuse.NORMALISATIONS if single[m].train_ap >= best - fuse.TIE_TOLERANCE)
+        expected = next(m for m in fusion.NORMALISATIONS if single[m].train_ap >= best - fusion.TIE_TOLERANCE)
         assert chosen[choice.fold] == expected and choice == single[expected]
         assert ir_measures_ap(joined, qrels, FOLDS[choice.fold]) == ir_measures_ap(
-            fuse.fuse(run, sets[expected], (choice.a, choice.w2, choice.w3), 2), qrels, FOLDS[choice.fold])
+            fusion.fuse(run, sets[expected], (choice.a, choice.w2, choice.w3), 2), qrels, FOLDS[choice.fold])
     assert set(chosen.values()) != {"none"}  # a real choice was made, not the first set by default
 
 
 def test_ties_go_to_the_largest_a_then_the_smallest_weights():
-    params = fuse.parameter_grid(3, STEP, STEP)
+    params = fusion.parameter_grid(3, STEP, STEP)
     mean_ap = np.zeros(len(params))
     index = {tuple(p): i for i, p in enumerate(params.tolist())}
     for point in [(0.0, 0.0, 0.0), (0.5, 1.0, 0.0), (0.5, 0.5, 1.0)]:
         mean_ap[index[point]] = 0.4
-    mean_ap[index[(0.5, 0.5, 0.5)]] = 0.4 - fuse.TIE_TOLERANCE / 10  # rounding noise: still a tie
+    mean_ap[index[(0.5, 0.5, 0.5)]] = 0.4 - fusion.TIE_TOLERANCE / 10  # rounding noise: still a tie
     mean_ap[index[(1.0, 0.0, 0.0)]] = 0.4 - 1e-9  # a real difference
-    assert tuple(params[fuse.best_grid_point(mean_ap, params)]) == (0.5, 0.5, 0.5)
+    assert tuple(params[fusion.best_grid_point(mean_ap, params)]) == (0.5, 0.5, 0.5)
 
 
 def test_alpha_one_reproduces_the_first_stage_ranking(data):
     run, units, _ = data
-    candidates = fuse.birch_candidates(run, units, 3)
-    fused = fuse.fuse(run, candidates, (1.0, 0.5, 0.5), 3)
+    candidates = fusion.birch_candidates(run, units, 3)
+    fused = fusion.fuse(run, candidates, (1.0, 0.5, 0.5), 3)
     for qid in run:
         assert [d for d, _ in sorted_docs(fused[qid])] == [d for d, _ in sorted_docs(run[qid])]
 
 
 def test_tail_stays_below_the_rescored_documents_in_first_stage_order(data):
     run, units, _ = data
-    candidates = fuse.birch_candidates(run, units, 2)
-    fused = fuse.fuse(run, candidates, (0.0, 1.0, 0.0), 2)
+    candidates = fusion.birch_candidates(run, units, 2)
+    fused = fusion.fuse(run, candidates, (0.0, 1.0, 0.0), 2)
     for qid in run:
         first_stage = [d for d, _ in sorted_docs(run[qid])]
         k = len(units[qid])
@@ -146,7 +148,7 @@ def test_tail_stays_below_the_rescored_documents_in_first_stage_order(data):
         assert set(ranked[:k]) == set(first_stage[:k])
         assert ranked[k:] == first_stage[k:]
     without_units = {qid: docs for qid, docs in units.items() if qid != "1"}
-    unscored = fuse.fuse(run, fuse.birch_candidates(run, without_units, 2), (0.0, 1.0, 0.0), 2)["1"]
+    unscored = fusion.fuse(run, fusion.birch_candidates(run, without_units, 2), (0.0, 1.0, 0.0), 2)["1"]
     assert unscored == run["1"]
 
 
@@ -162,9 +164,9 @@ def test_short_documents_follow_the_documented_handling():
 
     fills = {"birch": lambda scores: 0.0, "repeat_min": lambda scores: min(scores) if scores else 0.0}
     for mode, fill in fills.items():
-        candidates = fuse.birch_candidates(run, units, 3, short_docs=mode)
+        candidates = fusion.birch_candidates(run, units, 3, short_docs=mode)
         assert candidates["q"].doc_ids == ["long", "one", "two", "none"] and candidates["q"].tail == ["tail"]
-        fused = fuse.fuse(run, candidates, (a, w2, w3), 3)["q"]
+        fused = fusion.fuse(run, candidates, (a, w2, w3), 3)["q"]
         for doc_id, scores in units["q"].items():
             assert fused[doc_id] == pytest.approx(birch_formula(run["q"][doc_id], scores, fill), abs=1e-12), (mode, doc_id)
         assert fused["tail"] < min(fused[d] for d in units["q"])
@@ -172,13 +174,13 @@ def test_short_documents_follow_the_documented_handling():
 
 def test_normalisation_is_per_query():
     scores = np.array([2.0, 4.0, 6.0])
-    np.testing.assert_allclose(fuse.normalise(scores, "minmax"), [0.0, 0.5, 1.0])
-    z = fuse.normalise(scores, "zscore")
+    np.testing.assert_allclose(fusion.normalise(scores, "minmax"), [0.0, 0.5, 1.0])
+    z = fusion.normalise(scores, "zscore")
     assert z.mean() == pytest.approx(0.0) and z.std() == pytest.approx(1.0)
-    np.testing.assert_array_equal(fuse.normalise(np.array([3.0, 3.0]), "minmax"), [0.0, 0.0])
+    np.testing.assert_array_equal(fusion.normalise(np.array([3.0, 3.0]), "minmax"), [0.0, 0.0])
     run = {"a": {"d1": 10.0, "d2": 20.0}, "b": {"d1": 100.0, "d2": 300.0}}
     units = {"a": {"d1": [1.0], "d2": [2.0]}, "b": {"d1": [5.0], "d2": [50.0]}}
-    candidates = fuse.birch_candidates(run, units, 1, "minmax")
+    candidates = fusion.birch_candidates(run, units, 1, "minmax")
     for qid in run:
         np.testing.assert_array_equal(candidates[qid].features, [[1.0, 1.0], [0.0, 0.0]])
 
@@ -194,21 +196,21 @@ def test_aggregation_methods_on_a_hand_checkable_case():
         "meanp": ["d2", "d1", "d5", "d3", "d4", "d6"],  # 5, 2, 1.5, 0.5
     }
     for method, order in expected.items():
-        ranked = fuse.aggregate(run, units, method)["q"]
+        ranked = aggregate(run, units, method)["q"]
         assert [d for d, _ in sorted_docs(ranked)] == order, method
-    assert fuse.aggregate(run, units, "sump")["q"]["d1"] == 6.0
+    assert aggregate(run, units, "sump")["q"]["d1"] == 6.0
     # Candidates R = 3: d5's units are ignored; d4 onwards keep the first stage's order.
-    ranked = fuse.aggregate(run, units, "maxp", candidates=3)["q"]
+    ranked = aggregate(run, units, "maxp", candidates=3)["q"]
     assert [d for d, _ in sorted_docs(ranked)] == ["d2", "d1", "d3", "d4", "d5", "d6"]
 
 
 def test_parameter_grid_is_exact_and_ordered():
-    grid = fuse.parameter_grid(3, 0.1, 0.5)
+    grid = fusion.parameter_grid(3, 0.1, 0.5)
     assert grid.shape == (11 * 3 * 3, 3)
     assert 0.3 in grid[:, 0] and sorted(set(grid[:, 1])) == [0.0, 0.5, 1.0]
-    assert np.all(fuse.parameter_grid(1)[:, 1:] == 0)
+    assert np.all(fusion.parameter_grid(1)[:, 1:] == 0)
     with pytest.raises(ValueError, match="whole steps"):
-        fuse.parameter_grid(2, 0.3)
+        fusion.parameter_grid(2, 0.3)
 
 
 def test_command_line_writes_runs_and_parameters(tmp_path, data, capsys):
@@ -246,7 +248,7 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data, capsys):
                       "--scores", str(paths["scores.tsv"]), "--out", str(agg_out)]) == 0
     # Units were written last-first: FirstP must still take unit 0.
     written = read_run(agg_out)
-    for qid, docs in fuse.aggregate(run, units, "firstp").items():
+    for qid, docs in aggregate(run, units, "firstp").items():
         assert [d for d, _ in sorted_docs(written[qid])] == [d for d, _ in sorted_docs(docs)]
 
 
@@ -259,7 +261,7 @@ def test_bad_inputs_name_the_file_and_line(tmp_path):
     with pytest.raises(FormatError, match=r"scores.tsv:2: unit '0' of document d1 appears twice"):
         read_unit_scores(bad)
     with pytest.raises(ValueError, match="not in the first-stage run"):
-        fuse.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
+        fusion.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
     folds = tmp_path / "folds.json"
     folds.write_text(json.dumps({"a": ["1", "2"], "b": ["2"]}))
     with pytest.raises(FormatError, match="query 2 is a test query of folds a and b"):
@@ -269,8 +271,8 @@ def test_bad_inputs_name_the_file_and_line(tmp_path):
 def test_without_unit_scores_cross_validation_keeps_birchs_robust04_run(birch_data):
     folder = birch_data / "robust04-birch"
     run, qrels = read_run(folder / "rob04_yang19_rm3.run.gz"), read_qrels(folder / "qrels.robust2004.txt.gz")
-    candidates = fuse.birch_candidates(run, {}, 3)
-    joined, choices = fuse.cross_validate(run, candidates, qrels, load_collection("robust04").folds(),
+    candidates = fusion.birch_candidates(run, {}, 3)
+    joined, choices = fusion.cross_validate(run, candidates, qrels, load_collection("robust04").folds(),
                                           3, STEP, STEP, show_progress=False)
     assert joined == run
     assert all((c.a, c.w2, c.w3) == (1.0, 0.0, 0.0) for c in choices)  # every point ties: the largest a wins

@@ -10,7 +10,8 @@ import pytest
 
 from reranker.core import config as cfg
 from reranker.core import registry
-from reranker.stages import fuse, retrieve
+from reranker.ranking.aggregation import aggregate
+from reranker.stages import retrieve
 from reranker.workflow.experiment import Experiment
 
 
@@ -40,7 +41,7 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
     assert default.fb_terms == 20 and "fb_terms=20" in default.describe()
     run = {"q": {"a": 3.0, "b": 2.0}}
     units = {"q": {"a": [0.1, 0.9, 0.5], "b": [0.8]}}
-    assert fuse.aggregate(run, units, "top2p")["q"] == pytest.approx({"a": 0.7, "b": 0.8})
+    assert aggregate(run, units, "top2p")["q"] == pytest.approx({"a": 0.7, "b": 0.8})
 
 
 def test_an_unregistered_name_is_refused_by_the_schema():

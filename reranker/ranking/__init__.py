@@ -1,1 +1,1 @@
-"""Rankings from unit scores: Birch's evidence (layer 2)."""
+"""Rankings from unit scores: Birch's fusion, aggregation baselines, Birch's evidence (layer 2)."""
