@@ -289,8 +289,8 @@ def scoring(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
     from reranker.neural import forward
+    from reranker.neural import scoring as sc
     from reranker.neural.models import Classifier, mean_pool  # noqa: F401
-    from reranker.stages import score as sc
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from gpu_throughput import encoder_flops, matmul_peak

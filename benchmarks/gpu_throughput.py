@@ -4,7 +4,7 @@ bert-large-shaped models, on real Cranfield (query, sentence) pairs.
 Random weights: speed depends on the shape, not on what the weights learned, and a GPU machine with
 no hub access can build them. Per shape, in one run:
 
-* `fast`: reranker.stages.score's path in bf16 (fp16 where bf16 is missing), after a warm-up pass over the
+* `fast`: reranker.neural.scoring's path in bf16 (fp16 where bf16 is missing), after a warm-up pass over the
   same pairs (every new batch shape costs a kernel plan once), batches capped by pairs and tokens;
 * `exact`: the same path in fp32;
 * `padded512`: Birch's way, the plain Hugging Face forward with every pair padded to 512 tokens,
@@ -47,8 +47,8 @@ import numpy as np
 import torch
 
 from reranker.core import hardware
+from reranker.neural import scoring
 from reranker.neural.models import load_classifier, write_meta
-from reranker.stages import score as sc
 
 SHAPES = {  # (layers, hidden, heads, intermediate)
     "minilm-l6": (6, 384, 12, 1536),
@@ -184,7 +184,7 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return float(kendalltau(a, b).statistic)
 
 
-def timed_scores(scorer: sc.Scorer, ids, types, device: torch.device) -> tuple[np.ndarray, float]:
+def timed_scores(scorer: scoring.Scorer, ids, types, device: torch.device) -> tuple[np.ndarray, float]:
     synchronize(device)
     started = time.perf_counter()
     values = scorer.logits_tokens(ids, types)
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, precision in (("fast", "fast"), ("exact", "exact")):
             if name == "fast" and fast_dtype == torch.float32:
                 continue
-            scorer = sc.Scorer(classifier, precision=precision, device=str(device), batch_size=args.batch_size,
+            scorer = scoring.Scorer(classifier, precision=precision, device=str(device), batch_size=args.batch_size,
                                batch_tokens=args.batch_tokens, max_length=512)
             ids, types = scorer.tokenize(queries, texts)
             timed_scores(scorer, ids, types, device)  # warm-up: kernel plans, allocator

@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from reranker.core import hardware
+from reranker.neural import scoring
 from reranker.neural.models import load_classifier
-from reranker.stages import score as sc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from score_throughput import L6, REPO, cranfield_pairs, save_model, versions  # noqa: E402
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         kind = "cosine" if classifier.head == "bi_encoder" else "logit"
         for precision in ("exact", "fast"):
             try:
-                scorers[name, precision] = sc.Scorer(classifier, kind=kind, precision=precision, max_length=args.max_length)
+                scorers[name, precision] = scoring.Scorer(classifier, kind=kind, precision=precision, max_length=args.max_length)
             except hardware.PrecisionNotApplicable as err:
                 skipped[f"{name} {precision}"] = str(err)
     load_before = os.getloadavg()

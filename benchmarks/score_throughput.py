@@ -1,11 +1,11 @@
-"""Scoring throughput on this machine: reranker.stages.score against CrossEncoder and Birch-style 512 padding.
+"""Scoring throughput on this machine: reranker.neural.scoring against CrossEncoder and Birch-style 512 padding.
 
 One run, one model (paraphrase-MiniLM-L3-v2 with a seeded two-way head, saved once and loaded from
 that directory by every path), the same 2,000 (query, sentence) pairs from Cranfield: for each query
 in id order, its best judged document and one other document drawn with the query id as seed,
 split by the segment stage (pysbd, windows for max_length 128). Measured:
 
-* pairs/s of reranker.stages.score in exact (fp32) and fast (bf16, or why it is not applicable) precision;
+* pairs/s of reranker.neural.scoring in exact (fp32) and fast (bf16, or why it is not applicable) precision;
 * sentence-transformers CrossEncoder.predict (batch 32; it sorts by length too);
 * Birch-style scoring: every pair padded to 512 tokens, batch 4, the plain Hugging Face forward
   (each pair costs the same 512 tokens, so it is timed on the first `--padded-pairs` pairs);
@@ -41,8 +41,8 @@ import numpy as np
 import torch
 
 from reranker.core import hardware
+from reranker.neural import scoring
 from reranker.neural.models import LOADERS, load_classifier, write_meta
-from reranker.stages import score as sc
 from reranker.stages import segment as seg
 
 REPO = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--padded-pairs", type=int, default=200, help="pairs timed on the 512-padded path")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64, help="reranker.stages.score batch (config score.batch_size)")
+    parser.add_argument("--batch-size", type=int, default=64, help="reranker.neural.scoring batch (config score.batch_size)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "score_throughput.json")
     args = parser.parse_args(argv)
     from scipy.stats import kendalltau
@@ -152,9 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     queries, texts = [q for q, _ in pairs], [t for _, t in pairs]
     lengths = [len(ids) for ids in tokenizer(queries, texts)["input_ids"]]
 
-    exact = sc.Scorer(classifier, precision="exact", batch_size=args.batch_size, threads=threads)
+    exact = scoring.Scorer(classifier, precision="exact", batch_size=args.batch_size, threads=threads)
     try:
-        fast: sc.Scorer | None = sc.Scorer(classifier, precision="fast", batch_size=args.batch_size, threads=threads)
+        fast: scoring.Scorer | None = scoring.Scorer(classifier, precision="fast", batch_size=args.batch_size, threads=threads)
         fast_reason = None
     except hardware.PrecisionNotApplicable as err:
         fast, fast_reason = None, str(err)
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     l6 = load_classifier(L6, seed=0)
     for name, sized, max_length in (("minilm-l3@256", classifier, 256), ("minilm-l6@128", l6, 128),
                                     ("minilm-l6@256", l6, 256)):
-        scorer = sc.Scorer(sized, batch_size=args.batch_size, max_length=max_length, threads=threads)
+        scorer = scoring.Scorer(sized, batch_size=args.batch_size, max_length=max_length, threads=threads)
         sized_pairs = cranfield_pairs(args.pairs, sized.tokenizer, max_length)
         q, t = [p[0] for p in sized_pairs], [p[1] for p in sized_pairs]
         mean_tokens[name] = round(float(np.mean([len(x) for x in sized.tokenizer(q, t)["input_ids"]])), 1)

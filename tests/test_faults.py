@@ -33,7 +33,9 @@ from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores
+from reranker.neural import scoring
 from reranker.neural.models import load_classifier
+from reranker.neural.shards import shard_dir
 from reranker.reproduction import promote
 from reranker.stages import compare, fuse, segment, train
 from reranker.stages import score as sc
@@ -225,7 +227,7 @@ def test_score_on_a_full_disk_resumes_from_what_it_kept(disk, collection, tiny_m
     whole, _ = full_then_freed(disk, in_process(sc, argv, capsys), "score", ["scored.tsv"], size=size)
     meta = json.loads(meta_path(out).read_text())
     assert meta["shards_resumed"] + meta["cache_hits"] > 0 and meta["scored"] < meta["pairs"], meta
-    assert meta["shards"] >= 4 and len(whole["scored.tsv"]) > 2 * PAGE and not sc.shard_dir(out).exists()
+    assert meta["shards"] >= 4 and len(whole["scored.tsv"]) > 2 * PAGE and not shard_dir(out).exists()
 
 
 def test_a_cache_that_cannot_open_on_a_full_disk_says_so(disk):
@@ -419,13 +421,13 @@ def test_a_second_snakemake_on_a_folder_in_use_is_refused_and_the_first_run_fini
 # ---------------------------------------------------------------- a corrupted cache byte
 
 @pytest.fixture(scope="module")
-def scorer(tiny_model_dir) -> sc.Scorer:
-    return sc.Scorer(load_classifier(str(tiny_model_dir)), batch_size=4, device="cpu")
+def scorer(tiny_model_dir) -> scoring.Scorer:
+    return scoring.Scorer(load_classifier(str(tiny_model_dir)), batch_size=4, device="cpu")
 
 
 @pytest.fixture(scope="module")
-def pairs() -> list[sc.UnitPair]:
-    return sc.make_pairs(read_run(CORPUS / "run.txt"), read_topics_tsv(CORPUS / "topics.tsv"),
+def pairs() -> list[scoring.UnitPair]:
+    return scoring.make_pairs(read_run(CORPUS / "run.txt"), read_topics_tsv(CORPUS / "topics.tsv"),
                          read_segments(CORPUS / "segments.jsonl"), 2)
 
 
@@ -460,7 +462,7 @@ def test_a_cache_row_changed_in_place_is_scored_again_not_served(tmp_path, capsy
 
 def test_scores_from_a_damaged_cache_are_those_of_a_sound_one(scorer, pairs, tmp_path):
     cache = ScoreCache(tmp_path / "cache")
-    first = sc.score_pairs_sharded(scorer, pairs, tmp_path / "first.tsv", cache=cache, shard_size=4)
+    first = scoring.score_pairs_sharded(scorer, pairs, tmp_path / "first.tsv", cache=cache, shard_size=4)
     assert first["cache_rejected"] == 0 and first["scored"] == len({(p.query, p.text) for p in pairs}) > 6
     with sqlite3.connect(cache.path) as db:
         key, blob = db.execute("SELECT key, logits FROM logits ORDER BY key LIMIT 1").fetchone()
@@ -468,7 +470,7 @@ def test_scores_from_a_damaged_cache_are_those_of_a_sound_one(scorer, pairs, tmp
         db.execute("UPDATE logits SET logits = ? WHERE key = ?", (flip(blob, at), key))
     stored, served = (scorer.read(np.frombuffer(b, dtype=np.float32)[None].copy())[0] for b in (blob, flip(blob, at)))
     assert abs(stored - served) > 1e-3  # what serving the damaged row would have changed
-    again = sc.score_pairs_sharded(scorer, pairs, tmp_path / "again.tsv", cache=cache, shard_size=4)
+    again = scoring.score_pairs_sharded(scorer, pairs, tmp_path / "again.tsv", cache=cache, shard_size=4)
     assert again["cache_rejected"] == 1 and again["scored"] == 1 and again["cache_hits"] == len(pairs) - 1
     before, after = (read_unit_scores(tmp_path / name) for name in ("first.tsv", "again.tsv"))
     flat = [(v, w) for q in before for d in before[q] for v, w in zip(before[q][d], after[q][d])]

@@ -21,7 +21,7 @@ from reranker.formats.sidecar import describe
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
 from reranker.formats.unit_scores import read_unit_scores, write_unit_scores
-from reranker.neural import shards
+from reranker.neural import scoring, shards
 from reranker.neural.models import load_classifier
 from reranker.report.run_records import resource_metas
 from reranker.stages import fuse
@@ -37,13 +37,13 @@ def corpus(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scorer(tiny_model_dir) -> sc.Scorer:
-    return sc.Scorer(load_classifier(str(tiny_model_dir)), batch_size=4, device="cpu")
+def scorer(tiny_model_dir) -> scoring.Scorer:
+    return scoring.Scorer(load_classifier(str(tiny_model_dir)), batch_size=4, device="cpu")
 
 
 @pytest.fixture(scope="module")
-def pairs() -> list[sc.UnitPair]:
-    return sc.make_pairs(read_run(CORPUS / "run.txt"), read_topics_tsv(CORPUS / "topics.tsv"),
+def pairs() -> list[scoring.UnitPair]:
+    return scoring.make_pairs(read_run(CORPUS / "run.txt"), read_topics_tsv(CORPUS / "topics.tsv"),
                          read_segments(CORPUS / "segments.jsonl"), 2)
 
 
@@ -87,14 +87,14 @@ def test_resume_reuses_only_shards_that_match_their_checksum(tmp_path, capsys):
 
 def test_a_shard_edited_before_the_resume_is_scored_again(scorer, pairs, tmp_path):
     whole = tmp_path / "whole.tsv"
-    sc.score_pairs_sharded(scorer, pairs, whole, shard_size=4)
+    scoring.score_pairs_sharded(scorer, pairs, whole, shard_size=4)
     n_shards = len(shards.plan_shards(pairs, 4))
     assert n_shards >= 2
     out = tmp_path / "resumed.tsv"
     out.mkdir()  # the join fails once every shard is written: a run killed at its end
     (out / "x").touch()
     with pytest.raises(OSError):
-        sc.score_pairs_sharded(scorer, pairs, out, shard_size=4)
+        scoring.score_pairs_sharded(scorer, pairs, out, shard_size=4)
     shutil.rmtree(out)
     Path(str(out) + ".tmp").unlink(missing_ok=True)
     first = shards.shard_dir(out) / "shard-00000.tsv"
@@ -103,7 +103,7 @@ def test_a_shard_edited_before_the_resume_is_scored_again(scorer, pairs, tmp_pat
     lines[0] = "\t".join([*fields[:3], "99\n"])  # an edited value, as in the issue
     first.write_text("".join(lines))
 
-    counts = sc.score_pairs_sharded(scorer, pairs, out, shard_size=4)
+    counts = scoring.score_pairs_sharded(scorer, pairs, out, shard_size=4)
     assert counts["shards_rejected"] == 1 and counts["shards_resumed"] == n_shards - 1
     assert out.read_bytes() == whole.read_bytes()
     assert counts["output"] == describe(out)
@@ -113,7 +113,7 @@ def test_a_shard_edited_before_the_resume_is_scored_again(scorer, pairs, tmp_pat
 
 def test_fuse_refuses_a_score_file_shorter_than_its_meta(corpus, tiny_model_dir, capsys):
     scores = corpus / "scored.tsv"
-    meta = sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv",
+    meta = scoring.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv",
                         scores, candidates=2, batch_size=4, device="cpu")
     assert meta["output"] == describe(scores) and meta["output"]["lines"] == meta["pairs"]
     argv = ["aggregate", "--method", "maxp", "--run", str(corpus / "run.txt"), "--scores", str(scores),
@@ -138,7 +138,7 @@ def test_score_refuses_segments_changed_after_segment_wrote_them(corpus, tiny_mo
     read_segments(segments)
     segments.write_text(segments.read_text().replace("Heat", "Cold"))
     with pytest.raises(InputError, match=rf"{segments} does not match the sha256 {meta_path(segments)} records"):
-        sc.score_run(str(tiny_model_dir), segments, corpus / "run.txt", corpus / "topics.tsv", corpus / "out.tsv",
+        scoring.score_run(str(tiny_model_dir), segments, corpus / "run.txt", corpus / "topics.tsv", corpus / "out.tsv",
                      candidates=2, device="cpu")
     assert not (corpus / "out.tsv").exists()
 
@@ -146,7 +146,7 @@ def test_score_refuses_segments_changed_after_segment_wrote_them(corpus, tiny_mo
 def test_gather_checks_each_part_and_records_the_whole(corpus, tiny_model_dir, capsys):
     parts = [corpus / f"part{i}.tsv" for i in (1, 2)]
     for i, part in enumerate(parts, start=1):
-        sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", part,
+        scoring.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", part,
                      candidates=2, batch_size=4, device="cpu", shard_size=3, part=(i, 2))
     out = corpus / "gathered.tsv"
     assert sc.main(["gather", "--parts", *map(str, parts), "--out", str(out)]) == 0
@@ -170,7 +170,7 @@ def test_fold_runs_are_joined_as_cat_joins_them_checked_and_recorded(corpus, tin
     work = corpus / "work"
     folds = [work / "scores" / "c" / f"radboud-f{qid}" / "run.tsv" for qid in ("1", "2")]
     for qid, path in zip(("1", "2"), folds):
-        sc.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", path,
+        scoring.score_run(str(tiny_model_dir), corpus / "segments.jsonl", corpus / "run.txt", corpus / "topics.tsv", path,
                      candidates=2, batch_size=4, device="cpu", queries=frozenset({qid}))
     out = work / "scores" / "c" / "radboud" / "joined.tsv"
     assert sc.main(["join", "--parts", *map(str, folds), "--out", str(out)]) == 0

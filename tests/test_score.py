@@ -24,7 +24,7 @@ from reranker.formats.runs import read_run
 from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
-from reranker.neural import shards
+from reranker.neural import scoring, shards
 from reranker.neural.models import load_classifier
 from reranker.stages import score as sc
 from reranker.stages import segment as seg
@@ -43,8 +43,8 @@ def inputs(tmp_path_factory, tiny_model_dir) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def pairs(inputs) -> list[sc.UnitPair]:
-    return sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]),
+def pairs(inputs) -> list[scoring.UnitPair]:
+    return scoring.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]),
                          read_segments(inputs["segments"]), CANDIDATES)
 
 
@@ -68,7 +68,7 @@ def cache_file(run_dir: Path) -> Path:
                                         ("next_sentence_prediction", "logit")])
 def test_batched_bucketed_scores_equal_one_pair_at_a_time(tiny_model_dir, pairs, head, kind):
     classifier = load_classifier(str(tiny_model_dir), head=head)
-    scorer = sc.Scorer(classifier, kind=kind, batch_size=16)
+    scorer = scoring.Scorer(classifier, kind=kind, batch_size=16)
     assert scorer.fast_path  # the fast BERT path is the one under test
     sample = pairs[::6]
     batched = scorer.score([p.query for p in sample], [p.text for p in sample])
@@ -98,8 +98,8 @@ def test_batches_sized_by_tokens_cover_every_pair_within_the_budget(tiny_model_d
 
     classifier = load_classifier(str(tiny_model_dir))
     sample = pairs[::3]
-    by_pairs = sc.Scorer(classifier, batch_size=16).score([p.query for p in sample], [p.text for p in sample])
-    by_tokens = sc.Scorer(classifier, batch_size=256, batch_tokens=1500).score([p.query for p in sample],
+    by_pairs = scoring.Scorer(classifier, batch_size=16).score([p.query for p in sample], [p.text for p in sample])
+    by_tokens = scoring.Scorer(classifier, batch_size=256, batch_tokens=1500).score([p.query for p in sample],
                                                                                 [p.text for p in sample])
     assert np.abs(by_pairs - by_tokens).max() < 1e-5
 
@@ -133,14 +133,14 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
 
 def test_next_shard_tokenised_beside_the_model_gives_the_same_bytes(pairs, tiny_model_dir, tmp_path):
     """Prefetch (a GPU's default, forced here on the CPU): the next shard's tokens come from a thread."""
-    scorer = sc.Scorer(load_classifier(str(tiny_model_dir)), batch_size=8)
+    scorer = scoring.Scorer(load_classifier(str(tiny_model_dir)), batch_size=8)
     calls = []
     prepare = scorer.prepare
     scorer.prepare = lambda queries, texts: calls.append(len(queries)) or prepare(queries, texts)
     outputs = {}
     for prefetch in (False, True):
         out = tmp_path / f"prefetch-{prefetch}.tsv"
-        counts = sc.score_pairs_sharded(scorer, pairs, out, shard_size=32, prefetch=prefetch)
+        counts = scoring.score_pairs_sharded(scorer, pairs, out, shard_size=32, prefetch=prefetch)
         outputs[prefetch] = out.read_bytes()
         assert counts["scored"] == len(pairs)
     assert outputs[True] == outputs[False]
@@ -212,12 +212,12 @@ def test_gather_refuses_an_incomplete_or_mixed_set_of_parts(inputs, tiny_model_d
 def test_cache_is_reused_keyed_by_model_and_shared_by_kinds(inputs, pairs, tiny_model_dir, tmp_path):
     cache = tmp_path / "cache"
     common = dict(candidates=CANDIDATES, cache_dir=cache, batch_size=32)
-    first = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+    first = scoring.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                          tmp_path / "first.tsv", **common)
     unique = len({(p.query, p.text) for p in pairs})
     assert first["pairs"] == len(pairs) and first["scored"] == unique
 
-    again = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+    again = scoring.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                          tmp_path / "again.tsv", **common)
     assert again["scored"] == 0 and again["cache_hits"] == len(pairs)
     assert (tmp_path / "again.tsv").read_bytes() == (tmp_path / "first.tsv").read_bytes()
@@ -225,18 +225,18 @@ def test_cache_is_reused_keyed_by_model_and_shared_by_kinds(inputs, pairs, tiny_
     def scores(path: Path) -> np.ndarray:
         return np.array([float(line.split("\t")[3]) for line in path.read_text().splitlines()])
 
-    sliced = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+    sliced = scoring.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                           tmp_path / "sliced.tsv", num_layers=1, **common)
     assert sliced["fingerprint"] != first["fingerprint"] and sliced["scored"] == unique
     assert np.abs(scores(tmp_path / "sliced.tsv") - scores(tmp_path / "first.tsv")).max() > 1e-3
 
     # The cache holds every logit: another reading of the same model scores nothing anew, and
     # reads what an uncached run computes.
-    log_prob = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+    log_prob = scoring.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                             tmp_path / "log_prob.tsv", kind="log_prob", **common)
     assert log_prob["scored"] == 0 and log_prob["cache_hits"] == len(pairs)
     assert (scores(tmp_path / "log_prob.tsv") < 0).all()
-    uncached = sc.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
+    uncached = scoring.score_run(str(tiny_model_dir), inputs["segments"], inputs["run"], inputs["topics"],
                             tmp_path / "log_prob_uncached.tsv", kind="log_prob", candidates=CANDIDATES, batch_size=32)
     assert uncached["scored"] == unique
     assert (tmp_path / "log_prob_uncached.tsv").read_bytes() == (tmp_path / "log_prob.tsv").read_bytes()
@@ -277,7 +277,7 @@ def test_malformed_segments_name_the_file_and_line(inputs, tiny_model_dir, tmp_p
 def test_run_documents_without_segments_are_an_error(inputs):
     segments = read_segments(inputs["segments"])
     with pytest.raises(FormatError, match=r"no segments for document \S+ \(query \d+, rank 11\)"):
-        sc.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]), segments, CANDIDATES + 1,
+        scoring.make_pairs(read_run(inputs["run"]), read_topics_tsv(inputs["topics"]), segments, CANDIDATES + 1,
                       inputs["segments"])
 
 
@@ -285,17 +285,17 @@ def test_fast_precision_runs_in_bf16_or_says_why_not(tiny_model_dir):
     classifier = load_classifier(str(tiny_model_dir))
     flags = hardware.cpu_info()["flags"]
     if any(flag in flags for flag in hardware.CPU_BF16_FLAGS):
-        assert sc.Scorer(classifier, precision="fast", device="cpu").dtype == torch.bfloat16
+        assert scoring.Scorer(classifier, precision="fast", device="cpu").dtype == torch.bfloat16
     else:
         with pytest.raises(hardware.PrecisionNotApplicable, match="avx512_bf16"):
-            sc.Scorer(classifier, precision="fast", device="cpu")
+            scoring.Scorer(classifier, precision="fast", device="cpu")
 
 
 def test_bi_encoder_scores_are_sentence_transformers_cosines(pairs):
     from sentence_transformers import SentenceTransformer
 
     model = "sentence-transformers/all-MiniLM-L6-v2"
-    scorer = sc.Scorer(load_classifier(model, head="bi_encoder"), kind="cosine", batch_size=16)
+    scorer = scoring.Scorer(load_classifier(model, head="bi_encoder"), kind="cosine", batch_size=16)
     sample = pairs[::7][:60]
     got = scorer.score([p.query for p in sample], [p.text for p in sample])
     reference = SentenceTransformer(model, device="cpu")
@@ -303,4 +303,4 @@ def test_bi_encoder_scores_are_sentence_transformers_cosines(pairs):
     texts = reference.encode([p.text for p in sample], normalize_embeddings=True)
     assert np.abs(got - (queries * texts).sum(axis=1)).max() < 1e-5
     with pytest.raises(ValueError, match="does not fit head"):
-        sc.Scorer(load_classifier(model, head="bi_encoder"), kind="logit")
+        scoring.Scorer(load_classifier(model, head="bi_encoder"), kind="logit")

@@ -186,7 +186,7 @@ def test_a_query_longer_than_half_the_pair_is_truncated_never_the_unit(tokenizer
     # CISI has queries of ~380 tokens: units get half the pair, and the scorer's longest_first
     # truncation then cuts only the query.
     from reranker.neural import models
-    from reranker.stages.score import Scorer
+    from reranker.neural.scoring import Scorer
 
     long_query = " ".join(["boundary layer transition on a swept wing"] * 40)
     budget = seg.token_budget(tokenizer, [long_query, "short query"], max_length=64)
