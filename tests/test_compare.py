@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from reranker.core.config import load_config, write_resolved
+from reranker.reproduction import reference
 from reranker.stages import compare
 
 
@@ -39,10 +40,10 @@ def test_model_numbers_within_tolerance_match(tmp_path, capsys):
 def test_a_difference_of_exactly_the_tolerance_matches_despite_float_rounding():
     """The default's clean run failed on two R@10 cells 3/300 apart (0.8253... vs 0.8153...), whose float
     difference is 0.010000000000000009: one ulp past a tolerance of 0.01 meant as inclusive."""
-    at_the_boundary = compare.Difference("t", "k", "model", 0.8153333333333334, 0.8253333333333334, 0.01)
+    at_the_boundary = reference.Difference("t", "k", "model", 0.8153333333333334, 0.8253333333333334, 0.01)
     assert at_the_boundary.status == "match"
-    assert compare.Difference("t", "k", "model", 0.8153, 0.8254, 0.01).status == "drift"
-    assert compare.Difference("t", "k", "lucene", 0.25, 0.25 + 1e-15, 0.0).status == "drift"
+    assert reference.Difference("t", "k", "model", 0.8153, 0.8254, 0.01).status == "drift"
+    assert reference.Difference("t", "k", "lucene", 0.25, 0.25 + 1e-15, 0.0).status == "drift"
 
 
 def test_lucene_numbers_must_match_exactly(tmp_path, capsys):
@@ -67,7 +68,7 @@ def test_model_drift_beyond_tolerance_fails_and_promotion_accepts_it(tmp_path, c
 def test_rows_on_one_side_only_are_listed_not_failed(tmp_path):
     setup(tmp_path, 0.30, 0.25)
     numbers(tmp_path / "run" / "numbers" / "extra.json", {"vaswani": {"New row": {"AP@1000": 0.1}}})
-    differences = compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})
+    differences = reference.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})
     assert {d.status for d in differences} == {"match", "new"}
 
 
@@ -78,7 +79,7 @@ def test_machine_dependent_columns_are_shown_never_failed(tmp_path):
         path = folder / "numbers" / "ntnu_5_5.json"
         path.write_text(json.dumps({"caption": "", "provenance": {}, "machine_dependent": ["Queries/min"],
                                     "numbers": {"c": {"BERT": {"RR@10": 0.5, "Queries/min": speed}}}}))
-    differences = {d.key: d for d in compare.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})}
+    differences = {d.key: d for d in reference.compare_numbers(tmp_path / "run", tmp_path / "ref", {"lucene": 0, "model": 0.01})}
     assert differences["c / BERT / Queries/min"].status == "machine"
     assert differences["c / BERT / RR@10"].status == "match"
 

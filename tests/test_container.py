@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reranker.stages.compare import AFTER_COMPARISON
+from reranker.reproduction.reference import AFTER_COMPARISON
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGE = os.environ.get("BIRCH_IMAGE", "localhost/birch-repro/reranker:0.1.0")

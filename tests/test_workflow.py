@@ -21,7 +21,7 @@ from reranker.formats.evidence import evidence_path, read_evidence, total
 from reranker.formats.runs import read_run
 from reranker.formats.unit_scores import read_unit_scores
 from reranker.ranking.evidence import move
-from reranker.stages.compare import AFTER_COMPARISON
+from reranker.reproduction.reference import AFTER_COMPARISON
 from tests.background import DETERMINISM_TARGETS
 from tests.test_container import result_tables
 

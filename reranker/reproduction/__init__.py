@@ -1,1 +1,1 @@
-"""Judging a reproduction: tolerances, significance, verdicts, seeds, claims, effects, promotion (layer 2)."""
+"""Judging a reproduction: tolerances, significance, verdicts, seeds, claims, effects, comparison, promotion (layer 2)."""
