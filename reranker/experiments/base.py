@@ -2,7 +2,9 @@
 checkpoints it generates and the part of a run's wall clock that is its own.
 
 A plugin is built over the DAG's `Experiment` (reranker.workflow.experiment), which it reads for the run
-folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py).
+folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py). Its class is
+also the section `reranker.core.config.resolve` composes: its schema under its name, and its resolve hooks
+(classmethods, pure functions of the configuration): `generate`, `check`, `resolved`, `study`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker.core import settings
-from reranker.core.config import NamedRows, slug, training_config
+from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, slug, training_config
 
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
@@ -22,8 +24,8 @@ PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
 
 class Plugin:
     """One paper's tables. A subclass names itself in its class line, e.g.
-    `class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-")`, and registers
-    with `@register`."""
+    `class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-")`, and its module names
+    it `PLUGIN = NTNU` (reranker.experiments.load reads it)."""
 
     name: ClassVar[str]  # the registry key, and the configuration section it reads
     about: ClassVar[str]  # one line: the paper and what it builds (default: its module docstring's first line)
@@ -35,6 +37,12 @@ class Plugin:
     checkpoint_prefix: ClassVar[str | None] = None
     # Its section's named entries: filled with their schema defaults, and the rows an overlay may drop.
     named_rows: ClassVar[NamedRows | None] = None
+    # Its section's JSON schema, composed into the configuration's under its name (its `#/$defs/...` are the
+    # suite's): by default workflow/schemas/sections/<name>.yaml; None: any mapping.
+    section_schema: ClassVar[dict | None] = None
+    # Its files in a run folder: layout name -> pattern under the run folder (reranker.formats.layout), added to
+    # the suite's; a name or pattern the suite (or another plugin) has already is refused.
+    paths: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, name: str, about: str | None = None, rules: str | None = None,
                           wall_clock_part: str | None = None, checkpoint_prefix: str | None = None, **kwargs):
@@ -43,20 +51,18 @@ class Plugin:
         cls.about = about or (sys.modules[cls.__module__].__doc__ or "").strip().split("\n")[0]
         cls.rules = rules or f"workflow/rules/{name}.smk"
         cls.wall_clock_part, cls.checkpoint_prefix = wall_clock_part, checkpoint_prefix
+        if "section_schema" not in cls.__dict__ and (SECTIONS_DIR / f"{name}.yaml").exists():
+            cls.section_schema = section_schema(name)
 
     def __init__(self, experiment):
         self.exp = experiment  # the DAG's Experiment: layout, checkpoints and their lineage
         self.config = experiment.config
         self.layout = experiment.layout
 
-    # A plugin outside the suite keeps its section under `experiments: {name: ...}` and checks it
-    # against this JSON schema (the suite's schema holds the built-in sections).
-    schema: ClassVar[dict | None] = None
-
     @classmethod
     def section_of(cls, config: Mapping) -> dict:
-        """Its configuration section: a built-in's top-level one, or its entry under `experiments:`."""
-        return config.get(cls.name) or (config.get("experiments") or {}).get(cls.name) or {}
+        """Its configuration section: the top-level one under its name."""
+        return config.get(cls.name) or {}
 
     @property
     def section(self) -> dict:
@@ -90,14 +96,34 @@ class Plugin:
 
     @classmethod
     def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist);
-        for a plugin with a `schema`, its section's mismatches with it."""
-        if cls.schema is None:
-            return [], []
-        import jsonschema
+        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist)."""
+        return [], []
 
-        errors = jsonschema.Draft202012Validator(cls.schema).iter_errors(cls.section_of(config))
-        return [f"  experiments/{cls.name}/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors], []
+    @classmethod
+    def resolved(cls, config: Mapping) -> dict:
+        """Values it fills in a configuration being resolved (merged over it; before its checkpoints are
+        generated): settings whose default depends on its section. None by default."""
+        return {}
+
+    @classmethod
+    def study(cls, config: Mapping) -> dict | None:
+        """Its entry of the resolved `studies:` (a run's research goal, reranker.core.run_metadata): the source
+        work's id in workflow/config/source_numbers.yaml, the collections its section uses and its tables'
+        captions (a table without one: its name); None where it uses no collection."""
+        section = cls.section_of(config)
+        collections = list(section.get("targets") or []) + [section[key] for key in ("collection", "train_collection")
+                                                             if section.get(key)]
+        if not collections:
+            return None
+        tables = section.get("tables") or {f"{cls.name}_main": None}
+        return {"name": cls.name, "work": cls.name, "collections": collections,
+                "tables": [caption if isinstance(caption, str) else (caption or {}).get("caption", name)
+                           for name, caption in sorted(tables.items())]}
+
+    def collections(self) -> list[str]:
+        """Collection ids whose raw files the DAG checks before any job starts, beyond the baselines' (its own
+        rules may check more)."""
+        return []
 
     def outputs(self) -> list[str]:
         """Every table and figure it publishes: compared with the reference and built by `all`."""
