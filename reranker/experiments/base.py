@@ -166,6 +166,111 @@ class Plugin:
         writes each to its spec file (workflow/rules/tables.smk), which the table's rule hands `--spec`."""
         return {}
 
+    # What its rules call (workflow/rules/<name>.smk), declared once here with neutral values; a plugin overrides
+    # what it has, with the same signature (tests/test_plugins.py parses the .smk files and checks).
+    # The DAG's shape --------------------------------------------------------------------------------
+    @property
+    def first_stage(self) -> str | None:
+        """The first stage whose run it reranks."""
+        return self.section.get("first_stage")
+
+    @property
+    def candidates(self) -> int | None:
+        """K: the first stage's top documents it reranks."""
+        return self.section.get("candidates")
+
+    @property
+    def depth(self) -> int | None:
+        """The deepest K it segments (a sweep over K segments once, at its largest)."""
+        return self.candidates
+
+    @property
+    def target_slugs(self) -> list[str]:
+        """The slugs of the collections its main table covers."""
+        return []
+
+    def fold_scores(self, variant: str, point: int, ranking: str, first_stage: str | None = None) -> list[str]:
+        """The per-fold score files of one reranker that a join step concatenates, in fold order."""
+        return []
+
+    def baseline_run(self, point: int) -> str:
+        """The run its rerankers at a grid point are compared with (the agreement column's reference)."""
+        raise NotImplementedError(f"{self.name} has no baseline run")
+
+    def speed_stages(self, system: str) -> dict[str, str]:
+        """A timed system's stages (stage name -> its benchmark file), for its speed record."""
+        return {}
+
+    def evidence_runs(self) -> list[tuple[str, str]]:
+        """(collection slug, run name) of the runs whose evidence the report shows."""
+        return []
+
+    def score_metas(self) -> list[str]:
+        """The score sidecars its main table reads (the scoring's precision and machine)."""
+        return []
+
+    # Its tables and figures -------------------------------------------------------------------------
+    def caption(self, table: str) -> str:
+        """A table's caption."""
+        return ""
+
+    def baseline_row(self, table: str) -> str | None:
+        """The row a table's significance marks test against (None: none)."""
+        return None
+
+    def ranking_tables(self) -> list[str]:
+        """Its tables of reranked runs."""
+        return []
+
+    def pretraining_tables(self) -> list[str]:
+        """Its tables of pre-training choices."""
+        return []
+
+    def table_inputs(self, table: str) -> list[str]:
+        """Files a table reads beyond its spec's."""
+        return []
+
+    def table_metas(self, table: str) -> list[str]:
+        """Sidecars a table reads for its notes (precision, machine, speed)."""
+        return []
+
+    def machine_columns(self, table: str) -> list[str]:
+        """A table's columns that depend on the machine (not compared with the reference)."""
+        return []
+
+    def figure_inputs(self, table: str) -> list[str]:
+        """Files a table's figure reads."""
+        return []
+
+    def figure_args(self, table: str) -> str:
+        """`tables figure` arguments of a table's figure."""
+        return ""
+
+    @property
+    def table_finetuned(self) -> list[str]:
+        """Fine-tuned checkpoints behind its main table (each gets a note and a copied loss curve)."""
+        return []
+
+    def copied_curves(self) -> list[str]:
+        """Loss-curve figures copied from its `table_finetuned` checkpoints' folders (loss.png), in that order."""
+        return []
+
+    def split_table(self) -> str | None:
+        """The table whose gap to the source is split into first stage and reranker (None: none)."""
+        return None
+
+    def split_numbers(self) -> str:
+        """The numbers file of that split."""
+        raise NotImplementedError(f"{self.name} splits no table")
+
+    def split_measures(self) -> list[str]:
+        """The measures of that split."""
+        return []
+
+    def split_rows(self) -> dict[str, str]:
+        """The rows of that split: role -> row label."""
+        return {}
+
 
 def section_problems(config: Mapping, name: str, collections: tuple[str, ...] = ("collection",)
                      ) -> tuple[list[str], list[tuple[str, str]]]:

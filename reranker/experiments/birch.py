@@ -74,7 +74,7 @@ class Birch(Plugin, name="birch"):
         """Collection ids whose files the DAG needs before any job starts: its targets."""
         return list(self.section["targets"])
 
-    def curves(self) -> list[str]:
+    def copied_curves(self) -> list[str]:
         return [self.layout.path("figure", figure=f"checkpoint_{c}_loss") for c in self.table_finetuned]
 
     def outputs(self) -> list[str]:
@@ -158,7 +158,7 @@ class Birch(Plugin, name="birch"):
         return (", as a bi-encoder: a two-way classifier of the cosine of query and text encoded apart, started at the "
                 "zero-shot cosine, and scored by that cosine")
 
-    def caption(self) -> str:
+    def caption(self, table: str = "birch_main") -> str:
         fine_tuned = self.exp.finetuned(self.section["checkpoints"])
         models = "; ".join(f"{self.exp.label(c)} = {self.exp.hub_model(c)} fine-tuned on {self.training_text(c)}{self.head_text(c)}"
                            for c in fine_tuned)

@@ -160,7 +160,7 @@ rule birch_main_table:
         figure=figure_report(PATH("figure", figure="birch_main_per_query_ap"), "Birch"),
         numbers=PATH("numbers", table="birch_main"),
         folds=[PATH("folds", collection=s) for s in BIRCH.target_slugs],
-        curves=[figure_report(curve, "Birch") for curve in BIRCH.curves()],
+        curves=[figure_report(curve, "Birch") for curve in BIRCH.copied_curves()],
         fusion=directory(PATH("fusion")),  # the chosen a, w per fold, copied beside the table
     log:
         PATH("log", stage="tables", name="birch_main"),
@@ -181,7 +181,7 @@ rule birch_main_table:
         command=CFG["run_command"],
         fusion_work=PATH("fusion_dir"),
         copy_curves=" && ".join(
-            f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.curves())
+            f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.copied_curves())
         )
         or "true",
         folds_dir=lambda w, output: os.path.dirname(output.folds[0]),
