@@ -111,7 +111,22 @@ class Section:
         return {}
 
     def study(self, config: Mapping) -> dict | None:  # its entry of `studies:` (reranker.core.run_metadata)
+        return section_study(self.name, config.get(self.name) or {})
+
+
+def section_study(name: str, section: Mapping) -> dict | None:
+    """A section's entry of the resolved `studies:` (a run's research goal): the source work's id in
+    workflow/config/source_numbers.yaml (its name), the collections it uses (`targets`, `collection`,
+    `train_collection`) and its tables' captions (a table without one: its name), in the resolved file's
+    (sorted) order; None where it uses no collection."""
+    collections = list(section.get("targets") or []) + [section[key] for key in ("collection", "train_collection")
+                                                         if section.get(key)]
+    if not collections:
         return None
+    tables = section.get("tables") or {f"{name}_main": None}
+    return {"name": name, "work": name, "collections": collections,
+            "tables": [caption if isinstance(caption, str) else (caption or {}).get("caption", table)
+                       for table, caption in sorted(tables.items())]}
 
 
 @functools.cache
@@ -322,7 +337,7 @@ def resolve(config: Mapping, sections: Iterable | None = None, expand: bool = Tr
     for section in sections:
         resolved["checkpoints"] = {**resolved["checkpoints"], **section.generate(resolved)}
     studies = [study for s in sections if (study := s.study(resolved)) is not None]
-    if studies:  # in the sections' order (a list: the resolved file's keys are sorted)
+    if studies and "resolved_from" not in config:  # a resolved file's are its plugins'; in the sections' order
         resolved["studies"] = studies
     validate(resolved, sections)
     return expand_vars(resolved) if expand else resolved

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker.core import settings
-from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, slug, training_config
+from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, section_study, slug, training_config
 
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
@@ -107,18 +107,9 @@ class Plugin:
 
     @classmethod
     def study(cls, config: Mapping) -> dict | None:
-        """Its entry of the resolved `studies:` (a run's research goal, reranker.core.run_metadata): the source
-        work's id in workflow/config/source_numbers.yaml, the collections its section uses and its tables'
-        captions (a table without one: its name); None where it uses no collection."""
-        section = cls.section_of(config)
-        collections = list(section.get("targets") or []) + [section[key] for key in ("collection", "train_collection")
-                                                             if section.get(key)]
-        if not collections:
-            return None
-        tables = section.get("tables") or {f"{cls.name}_main": None}
-        return {"name": cls.name, "work": cls.name, "collections": collections,
-                "tables": [caption if isinstance(caption, str) else (caption or {}).get("caption", name)
-                           for name, caption in sorted(tables.items())]}
+        """Its entry of the resolved `studies:` (a run's research goal, reranker.core.run_metadata): by default
+        what reranker.core.config.section_study reads of its section."""
+        return section_study(cls.name, cls.section_of(config))
 
     def collections(self) -> list[str]:
         """Collection ids whose raw files the DAG checks before any job starts, beyond the baselines' (its own
