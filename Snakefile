@@ -8,7 +8,7 @@
 from snakemake.utils import min_version
 
 from reranker import experiments
-from reranker.core.config import resolve, write_resolved
+from reranker.core.config import write_resolved
 from reranker.corpora.load import load_collection
 from reranker.workflow.run_lock import RunLock
 from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
@@ -21,8 +21,7 @@ configfile: "workflow/config/checkpoints.yaml"
 configfile: "workflow/config/config.yaml"
 
 
-experiments.load(config.get("plugins") or ())  # the papers' plugins first: they add checkpoints and checks
-CFG = resolve(config)  # schema defaults under the merged files, validated, ${VAR} expanded
+CFG = experiments.resolve(config)  # with the papers' plugins (sections, checkpoints, checks): defaults, validated, ${VAR} expanded
 EXP = Experiment(CFG)  # with EXP.plugins, the papers this configuration asks for
 RUN = CFG["run_dir"]
 # One run per run folder, however started (reranker/workflow/run_lock.py): taken before anything is written there and
@@ -38,7 +37,7 @@ else:
     LOCK.note()
     CONFIG_FILE = EXP.layout.path("config")  # the holder's, unchanged
 
-for cid in dict.fromkeys(CFG["birch"]["targets"] + CFG["baselines"]["collections"] + CFG["baselines"]["provided_runs"]):
+for cid in EXP.collections_to_check():
     load_collection(cid, CFG).check_files()  # name every missing file, and where it goes, before any job starts
 
 
@@ -58,7 +57,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
-include: "workflow/rules/neural.smk"
+include: "workflow/rules/training.smk"
 
 
 for plugin in EXP.plugins.values():  # each paper's own rules (reranker/experiments registers them)

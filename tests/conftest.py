@@ -14,12 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from reranker import experiments
-
-# The papers' plugins add their checkpoints and cross-checks to every configuration resolved in a test, as
-# the Snakefile has them do before it resolves; stages read resolved files and never import a plugin.
-experiments.load()
-
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 

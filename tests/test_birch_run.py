@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reranker.core.config import collection_config, load_config
+from reranker.core.config import collection_config
+from reranker.experiments import load_config
 from reranker.stages.evaluate import evaluate_files
 
 PUBLISHED = {"AP@1000": 0.3033, "P@20": 0.3974, "nDCG@20": 0.4514}

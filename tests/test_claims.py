@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from reranker.core import config as cfg
+from reranker import experiments
 from reranker.formats.catalog import DEFAULT_CATALOG, read_catalog
 from reranker.report import notes, seed_index
 from reranker.reproduction import claims, significance
@@ -391,7 +391,7 @@ def test_the_stored_default_keeps_learned_radboud_and_ntnu_rows():
       starts as the baseline does (the configuration carries the base's trained head into every row);
     - NTNU: BERT-Max or BERT-Mean at or above BM25 on MRR@10, each row keeping its best held-out step."""
     results = Path(__file__).resolve().parent.parent / "results"
-    config = cfg.load_config()
+    config = experiments.load_config()
     radboud = json.loads((results / "numbers" / "radboud_2_1.json").read_text())
     (group, rows), = radboud["numbers"].items()
     folds = radboud["provenance"]["checkpoints"]["BERT baseline"]

@@ -15,10 +15,11 @@ from pathlib import Path
 import ir_datasets
 import pytest
 
-from reranker.core.config import ConfigError, load_config
+from reranker.core.config import ConfigError
 from reranker.corpora.base import DocumentsUnavailableError
 from reranker.corpora.export import collection_stats, export_collection
 from reranker.corpora.load import collection_from_entry, load_collection
+from reranker.experiments import load_config
 from reranker.formats.docs import strip_markup
 from reranker.formats.errors import FormatError
 from reranker.formats.folds import load_folds, read_folds, seeded_folds, write_folds
@@ -296,7 +297,7 @@ def test_cli(config, tmp_path, capsys):
 
     out = tmp_path / "cacm.folds.json"
     layer = tmp_path / "four.yaml"  # settings come from a config layered over the default
-    layer.write_text("birch: {folds: {k: 4}}\n")
+    layer.write_text("seeded_folds: {k: 4}\n")
     assert main(["folds", "--config", str(layer), "--collection", "cacm", "--out", str(out)]) == 0
     folds = read_folds(out)
     assert len(folds) == 4

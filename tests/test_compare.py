@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from reranker.core.config import load_config, write_resolved
+from reranker.core.config import write_resolved
+from reranker.experiments import load_config
 from reranker.reproduction import reference
 from reranker.stages import compare
 

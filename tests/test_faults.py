@@ -358,8 +358,8 @@ def layer(tmp_path: Path, name: str, run_dir: Path, gate: Path, caption: str) ->
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({**LAYER, "run_dir": str(run_dir),
                                     "plugins": [*LAYER["plugins"], "tests.plugins.gated_paper"],
-                                    "experiments": {"fake_paper": {"collection": "cranfield", "caption": caption},
-                                                    "gated_paper": {"collection": "cranfield", "gate": str(gate)}}}))
+                                    "fake_paper": {"collection": "cranfield", "caption": caption},
+                                    "gated_paper": {"collection": "cranfield", "gate": str(gate)}}))
     return path
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.core.config import load_config
+from reranker.experiments import load_config
 from reranker.formats.errors import FormatError
 from reranker.formats.runs import read_run_lines, write_run
 from reranker.formats.text import file_sha256

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,51 @@ def test_the_checks_see_imports_inside_functions_and_cycles():
     cyclic = {"a": {"b"}, "b": {"a"}}
     with pytest.raises(graphlib.CycleError):
         tuple(graphlib.TopologicalSorter(cyclic).static_order())
+
+
+# No paper's section is read in the core: what is a paper's comes from its plugin (reranker/experiments/), whose
+# rules name its section. Checked: the library below the plugins, the DAG's logic, the Snakefile and the shared rules.
+PAPERS = ("birch", "radboud", "ntnu", "fake_paper", "gated_paper")
+CORE_FOLDERS = ("formats", "core", "measures", "neural", "corpora", "ranking", "reproduction", "report", "stages")
+CORE_RULES = ("Snakefile", "workflow/rules/common.smk", "workflow/rules/collections.smk", "workflow/rules/retrieval.smk",
+              "workflow/rules/evaluation.smk", "workflow/rules/training.smk", "workflow/rules/tables.smk")
+
+
+def paper_reads(source: str) -> list[tuple[int, str]]:
+    """(line number, line) of each `x["paper"]`, `x.get("paper")` and `import reranker.experiments.<paper>` in a module."""
+    found, lines = [], source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            key = node.args[0].value
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            key = next((n.rsplit(".", 1)[1] for n in names if n.startswith("reranker.experiments.")), None)
+        if key in PAPERS:
+            found.append((node.lineno, lines[node.lineno - 1].strip()))
+    return found
+
+
+def rule_files_text() -> dict[str, str]:
+    return {name: (PACKAGE.parent / name).read_text() for name in CORE_RULES}
+
+
+def test_no_paper_section_is_read_in_the_core():
+    found = [(name, line, text) for name, path in MODULES.items()
+             if folder(name) in CORE_FOLDERS or name == "reranker.workflow.experiment"
+             for line, text in paper_reads(path.read_text())]
+    assert found == []
+    pattern = re.compile(r"""\[\s*["'](%s)["']\s*\]|\.get\(\s*["'](%s)["']|reranker\.experiments\.(%s)\b"""
+                         % (("|".join(PAPERS),) * 3))
+    assert [(name, m.group(0)) for name, text in rule_files_text().items() for m in pattern.finditer(text)] == []
+    from reranker.formats.layout import PATTERNS
+    assert [n for n in PATTERNS if n.startswith(PAPERS)] == []  # a paper's paths are its plugin's
+
+
+def test_the_paper_check_sees_subscripts_gets_and_imports():
+    source = ('x = config["birch"]["folds"]\ny = config.get("ntnu")\nimport reranker.experiments.radboud\n'
+              'z = config["segment"]\nfrom reranker.experiments.base import Plugin\n')
+    assert sorted(line for line, _ in paper_reads(source)) == [1, 2, 3]

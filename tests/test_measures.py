@@ -10,8 +10,8 @@ import ir_measures
 import pytest
 
 from reranker import measures
-from reranker.core.config import load_config
 from reranker.corpora.load import load_collection
+from reranker.experiments import load_config
 from reranker.formats.errors import InputError
 from reranker.formats.qrels import write_qrels
 from reranker.formats.runs import write_run

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from reranker.core.config import load_config
+from reranker.experiments import load_config
 from reranker.experiments.radboud import radboud_checkpoint
 from reranker.formats.errors import FormatError
 from reranker.neural import objectives, pretraining

@@ -10,6 +10,7 @@ import pytest
 
 from reranker.core import config as cfg
 from reranker.core import registry
+from reranker.experiments import load_config
 from reranker.ranking.aggregation import aggregate
 from reranker.stages import retrieve
 from reranker.workflow.experiment import Experiment
@@ -20,16 +21,16 @@ def registered(monkeypatch):
     monkeypatch.setitem(registry.FIRST_STAGES, "bm25_rm3_20", registry.FirstStage("BM25+RM3 (20 terms)", rm3=True))
     monkeypatch.setitem(registry.AGGREGATORS, "top2p",
                         registry.Aggregator("Top2P", lambda s: sum(sorted(s)[-2:]) / len(sorted(s)[-2:])))
-    cfg._schema.cache_clear()
+    cfg._core_schema.cache_clear(), cfg._schema.cache_clear()
     yield
-    cfg._schema.cache_clear()
+    cfg._core_schema.cache_clear(), cfg._schema.cache_clear()
 
 
 def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registered):
     layer = {"retrieval": {"models": {"bm25_rm3_20": {"k1": 0.9, "b": 0.4, "fb_terms": 20, "fb_docs": 10,
                                                        "original_query_weight": 0.5}}},
              "birch": {"first_stage": "bm25_rm3_20", "aggregation": ["firstp", "maxp", "top2p"]}}
-    config = cfg.load_config(overrides=layer)
+    config = load_config(overrides=layer)
     experiment = Experiment(config)
     labels = [label for label, _, _ in experiment.plugins["birch"].rows()]
     passage = experiment.label(config["birch"]["passage_checkpoint"])  # the aggregation rows' checkpoint
@@ -46,7 +47,7 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
 
 def test_an_unregistered_name_is_refused_by_the_schema():
     with pytest.raises(cfg.ConfigError, match="top2p"):
-        cfg.load_config(overrides={"birch": {"aggregation": ["top2p"]}})
+        load_config(overrides={"birch": {"aggregation": ["top2p"]}})
 
 
 def test_every_registered_head_unit_and_objective_has_one_behaviour():

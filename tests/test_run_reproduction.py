@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.core.config import load_config
+from reranker.experiments import load_config
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs, write_run
 from reranker.report import seed_index

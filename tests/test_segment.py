@@ -149,9 +149,8 @@ def test_documents_are_one_unit_each_and_an_unknown_unit_is_refused(inputs, tmp_
 
 def test_cli_writes_units_and_names_bad_lines(inputs, tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "cli.jsonl"
-    layer = tmp_path / "layer.yaml"  # settings (K, and the tokenizer of the first Birch checkpoint) from a config layer
-    layer.write_text(yaml.safe_dump({"checkpoints": {"tiny": {"source": "hf", "model": str(tiny_model_dir)}},
-                                     "birch": {"checkpoints": ["tiny"]}, "segment": {"candidates": 3}}))
+    layer = tmp_path / "layer.yaml"  # settings (K, and the tokenizer that sets the token budget) from a config layer
+    layer.write_text(yaml.safe_dump({"segment": {"candidates": 3, "tokenizer": str(tiny_model_dir)}}))
     args = ["--docs", str(inputs["docs"]), "--run", str(inputs["run"]), "--topics", str(inputs["topics"]),
             "--config", str(layer), "--out", str(out)]
     assert seg.main(args) == 0

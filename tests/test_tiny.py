@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reranker.core.config import load_config
+from reranker.experiments import load_config
 from reranker.formats.folds import read_folds
 from reranker.formats.runs import read_run
 from reranker.stages import collections, evaluate, fuse, index, retrieve, score, segment
@@ -51,7 +51,7 @@ def layered(tiny_bert, tmp_path, monkeypatch) -> Path:
 @pytest.mark.slow
 def test_every_stage_on_the_tiny_collection(layered, tiny_bert, tmp_path):
     config = load_config(layered)
-    assert Path(Experiment(config).tokenizer) == tiny_bert  # segment's token budget uses the scorer's tokenizer
+    assert Path(Experiment(config).settings("segment")["tokenizer"]) == tiny_bert  # segment's token budget: the scorer's tokenizer
     work = tmp_path / "tiny"
     c = ["--config", str(layered)]
     assert collections.main(["export", *c, "--collection", "tiny", "--out", str(work)]) == 0

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reranker.core.config import CONFIG_DIR, load_config
+from reranker.core.config import CONFIG_DIR
+from reranker.experiments import load_config
 from reranker.workflow.experiment import EARLY_PRIORITY, SCORE_PRIORITY, TRAIN_PRIORITY, Experiment, job_priority
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,8 +95,9 @@ def test_the_paper_profile_resolves_with_gpus_and_its_own_reference():
     config = load_config(profile_files("paper"))
     experiment = Experiment(config)
     assert config["score"]["gpus"] == 1 and config["training"]["gpus"] == 1
-    assert config["reference"] == "results/paper" and experiment.k == 1000
-    assert experiment.tokenizer == "Capreolus/birch-bert-large-mb"
+    birch = experiment.plugins["birch"]
+    assert config["reference"] == "results/paper" and birch.candidates == 1000
+    assert config["segment"]["tokenizer"] == "Capreolus/birch-bert-large-mb"  # filled by Birch's plugin
 
 
 def test_rows_and_lineage_of_the_quick_profile(tmp_path):

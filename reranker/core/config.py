@@ -5,6 +5,13 @@ Layers, each deep-merged over the last: the schema's defaults, the registries (`
 a user's). A user's file holding one new collection is enough. Snakemake merges the same files
 (`configfile:` and `--configfile`) and calls `resolve`; it writes the result to
 `<run_dir>/config.yaml`, marked with `resolved_from`, which the stages then read alone.
+
+The papers' sections are not in the suite's schema: `resolve` composes it, per call, with the sections it is
+handed (each paper plugin's schema under its name, and the plugin's hooks: the checkpoints it generates, its
+cross-checks, the values it fills). Without plugins (a stage's process, which never imports one) it composes
+the section schemas of workflow/schemas/sections/ as data, without hooks: defaults and checks, as a resolved
+file already holds what the hooks added. Nothing is registered in module state: the result depends only on
+the arguments.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import copy
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,6 +31,7 @@ from reranker.formats.errors import ConfigError  # defined with the formats, whi
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = REPO_ROOT / "workflow" / "config"
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SECTIONS_DIR = REPO_ROOT / "workflow" / "schemas" / "sections"  # each paper's section schema, <name>.yaml
 REGISTRY_FILES = ("collections.yaml", "checkpoints.yaml")
 DEFAULT_EXPERIMENT = CONFIG_DIR / "config.yaml"
 
@@ -74,9 +82,56 @@ def read_yaml(path: str | os.PathLike) -> dict:
     return data
 
 
+class NamedRows(NamedTuple):
+    """A plugin's named entries in its section: `keys` get their schema defaults entry by entry; an overlay
+    drops one of `droppable` (deep merges add and change entries, never remove them) by naming it null, as
+    the quick profile does to keep one row per code path, and `drop_nulls` removes what else it nulls."""
+
+    keys: tuple[str, ...]
+    droppable: tuple[str, ...] = ()
+    drop_nulls: Callable[[dict], None] | None = None
+
+
+class Section:
+    """A configuration section as `resolve` uses it: its name, its schema, and hooks that do nothing. A paper's
+    plugin class (reranker.experiments.base.Plugin) has the same attributes and its own hooks."""
+
+    named_rows: NamedRows | None = None
+
+    def __init__(self, name: str, section_schema: Mapping):
+        self.name, self.section_schema = name, section_schema
+
+    def generate(self, config: Mapping) -> dict:  # checkpoint name -> entry
+        return {}
+
+    def check(self, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:  # problems, (where, checkpoint used)
+        return [], []
+
+    def resolved(self, config: Mapping) -> dict:  # values it fills, merged over the configuration
+        return {}
+
+    def study(self, config: Mapping) -> dict | None:  # its entry of `studies:` (reranker.core.run_metadata)
+        return section_study(self.name, config.get(self.name) or {})
+
+
+def section_study(name: str, section: Mapping) -> dict | None:
+    """A section's entry of the resolved `studies:` (a run's research goal): the source work's id in
+    workflow/config/source_numbers.yaml (its name), the collections it uses (`targets`, `collection`,
+    `train_collection`) and its tables' captions (a table without one: its name), in the resolved file's
+    (sorted) order; None where it uses no collection."""
+    collections = list(section.get("targets") or []) + [section[key] for key in ("collection", "train_collection")
+                                                         if section.get(key)]
+    if not collections:
+        return None
+    tables = section.get("tables") or {f"{name}_main": None}
+    return {"name": name, "work": name, "collections": collections,
+            "tables": [caption if isinstance(caption, str) else (caption or {}).get("caption", table)
+                       for table, caption in sorted(tables.items())]}
+
+
 @functools.cache
-def _schema() -> dict:
-    """The schema with the registry's enums filled in."""
+def _core_schema() -> dict:
+    """The suite's schema (no paper's section) with the registry's enums filled in."""
     from reranker.core.registry import enums
 
     schema = read_yaml(SCHEMA_PATH)
@@ -85,15 +140,49 @@ def _schema() -> dict:
     return schema
 
 
+@functools.cache
+def _section_files() -> tuple[tuple[str, str], ...]:
+    return tuple((path.stem, path.read_text(encoding="utf-8")) for path in sorted(SECTIONS_DIR.glob("*.yaml")))
+
+
+def section_schema(name: str) -> dict:
+    """A section's schema from workflow/schemas/sections/<name>.yaml."""
+    return read_yaml(SECTIONS_DIR / f"{name}.yaml")
+
+
+def file_sections() -> list[Section]:
+    """The sections of workflow/schemas/sections/, as data (no hooks): what a process without plugins knows."""
+    return [Section(name, yaml.safe_load(text)) for name, text in _section_files()]
+
+
+def composed(sections: Iterable = (), open_top: bool = False) -> dict:
+    """The suite's schema with each section's under its name (their `#/$defs/...` are the suite's). `open_top`: any
+    other top-level mapping is accepted (a resolved file's sections, checked when it was resolved)."""
+    schema = copy.deepcopy(_core_schema())
+    for section in sections:
+        if section.name in schema["properties"]:
+            raise ConfigError(f"section {section.name!r}: the suite has a setting of that name")
+        schema["properties"][section.name] = copy.deepcopy(section.section_schema or {"type": "object"})
+    if open_top:
+        schema["additionalProperties"] = {"type": "object"}
+    return schema
+
+
+@functools.cache
+def _schema() -> dict:
+    """The schema a process without plugins checks against: the suite's and the section files'."""
+    return composed(file_sections())
+
+
 def schema() -> dict:
     return copy.deepcopy(_schema())
 
 
-def _node(node: Mapping) -> Mapping:
+def _node(node: Mapping, root: Mapping | None = None) -> Mapping:
     """Follow a local `$ref` (siblings such as `default` stay on the referring node)."""
     ref = node.get("$ref")
     if ref:
-        target = _schema()
+        target = root if root is not None else _schema()
         for part in ref.removeprefix("#/").split("/"):
             target = target[part]
         return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
@@ -108,18 +197,20 @@ def setting(path: str) -> dict:
     return copy.deepcopy(dict(node))
 
 
-def defaults(node: Mapping | None = None) -> dict:
-    """The document the schema's defaults make: an object's defaults, nested objects' included."""
-    node = _node(node if node is not None else _schema())
+def defaults(node: Mapping | None = None, root: Mapping | None = None) -> dict:
+    """The document the schema's defaults make: an object's defaults, nested objects' included (`root`: the
+    schema its references point into)."""
+    root = root if root is not None else _schema()
+    node = _node(node if node is not None else root, root)
     result: dict = {}
     for key, child in node.get("properties", {}).items():
-        child = _node(child)
+        child = _node(child, root)
         if child.get("x-defaults") is False:
             continue
         if "default" in child:
             result[key] = copy.deepcopy(child["default"])
         elif "properties" in child:
-            nested = defaults(child)
+            nested = defaults(child, root)
             if nested:
                 result[key] = nested
     return result
@@ -127,35 +218,41 @@ def defaults(node: Mapping | None = None) -> dict:
 
 def entry_defaults(kind: str) -> dict:
     """The defaults of one registry entry: `collection` or `checkpoint`."""
-    return defaults(_schema()["$defs"][kind])
+    return defaults(_core_schema()["$defs"][kind], _core_schema())
 
 
-def _fill_entries(config: dict) -> dict:
-    """Registry entries (collections, checkpoints) get their own defaults, entry by entry."""
-    for key, child in _schema()["properties"].items():
+def _fill_entries(config: dict, schema: Mapping, sections: Sequence) -> dict:
+    """Registry entries (collections, checkpoints) get their own defaults, entry by entry; so do the named entries
+    (rows, tables) of the sections."""
+    for key, child in _core_schema()["properties"].items():
         entry_schema = child.get("additionalProperties")
         if isinstance(entry_schema, Mapping) and isinstance(config.get(key), Mapping):
-            entry_defaults = defaults(entry_schema)
+            entry_defaults = defaults(entry_schema, schema)
             config[key] = {name: merge(entry_defaults, entry) for name, entry in config[key].items()}
-    for experiment, rows in NAMED_ROWS.items():  # the plugins' named entries (rows, tables) in their sections
-        properties = _schema()["properties"].get(experiment, {}).get("properties", {})
-        section = config.get(experiment, {})
-        for key in rows.keys:
+    for section in sections:
+        if not section.named_rows:
+            continue
+        properties = schema["properties"].get(section.name, {}).get("properties", {})
+        values = config.get(section.name, {})
+        for key in section.named_rows.keys:
             if key in properties:
-                entry_defaults = defaults(properties[key]["additionalProperties"])
-                section[key] = {name: merge(entry_defaults, entry) for name, entry in section.get(key, {}).items()}
+                entry_defaults = defaults(properties[key]["additionalProperties"], schema)
+                values[key] = {name: merge(entry_defaults, entry) for name, entry in values.get(key, {}).items()}
     return config
 
 
-def validate(config: Mapping) -> None:
+def validate(config: Mapping, sections: Sequence | None = None) -> None:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(_schema())
+    sections = file_sections() if sections is None else sections
+    schema = composed(sections, open_top="resolved_from" in config)
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"  {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:20]]
-        raise ConfigError("configuration does not match workflow/schemas/config.schema.yaml:\n" + "\n".join(lines))
-    _check_references(config)
+        raise ConfigError("configuration does not match workflow/schemas/config.schema.yaml (and the sections' schemas):\n"
+                          + "\n".join(lines))
+    _check_references(config, sections)
 
 
 # Training settings that name another checkpoint: a name it must know, a train job's input, a flag's folder;
@@ -163,14 +260,13 @@ def validate(config: Mapping) -> None:
 CHECKPOINT_SETTINGS = {"teacher": "teacher_head", "head_from": None, "positive_filter": "positive_filter_head"}
 
 
-def _check_references(config: Mapping) -> None:
+def _check_references(config: Mapping, sections: Sequence = ()) -> None:
     """Names that must exist in a registry: the schema cannot say so."""
     from reranker.core.registry import FIRST_STAGES
     collections, checkpoints = config["collections"], config["checkpoints"]
     problems = []
     named = [("baselines/collections", c) for c in config["baselines"]["collections"]]
     named += [("baselines/provided_runs", c) for c in config["baselines"]["provided_runs"]]
-    named += [("birch/targets", c) for c in config["birch"]["targets"]]
     named += [("retrieval/overrides", c) for c in config["retrieval"]["overrides"]]
     named += [(f"checkpoints/{name}/train_on", c) for name, entry in checkpoints.items() for c in entry.get("train_on", [])]
     named += [(f"reproduction/{name}/collection", pair["collection"]) for name, pair in config["reproduction"].items()]
@@ -186,10 +282,9 @@ def _check_references(config: Mapping) -> None:
                  if pair["run"] == "provided" and pair["collection"] in collections and not collections[pair["collection"]].get("run")]
     problems += [f"  collections/{c}/runs/{name}: the name of a run the suite makes itself (work/runs/{c}/{name}.run): rename it"
                  for c, entry in collections.items() for name in entry.get("runs") or {} if name in FIRST_STAGES or name == "provided"]
-    used = [("birch/checkpoints", c) for c in config["birch"]["checkpoints"]]
-    used += [("birch/passage_checkpoint", c) for c in [config["birch"]["passage_checkpoint"]] if c]
-    for check in CROSS_CHECKS.values():  # each paper's own: its rows, tables and models name each other
-        more_problems, more_used = check(config)
+    used = []
+    for section in sections:  # each paper's own: its collections, rows, tables and models name each other
+        more_problems, more_used = section.check(config)
         problems, used = problems + more_problems, used + more_used
     used += [(f"checkpoints/{name}/base", entry["base"]) for name, entry in checkpoints.items() if "base" in entry]
     for setting in CHECKPOINT_SETTINGS:
@@ -202,51 +297,34 @@ def _check_references(config: Mapping) -> None:
         raise ConfigError("configuration names what no registry holds:\n" + "\n".join(problems))
 
 
-# Checkpoints a paper's section implies (one per fold, per row): section name -> entries. Filled by the
-# plugins as they register (reranker.experiments), which the workflow imports before it resolves; a
-# stage reads a resolved file, which holds them already, and never imports a plugin.
-CHECKPOINT_GENERATORS: dict[str, Callable[[Mapping], dict]] = {}
-# A paper's cross-checks, registered the same way: (problems, [(where, checkpoint name used)]).
-CROSS_CHECKS: dict[str, Callable[[Mapping], tuple[list[str], list[tuple[str, str]]]]] = {}
-
-
-class NamedRows(NamedTuple):
-    """A plugin's named entries in its section: `keys` get their schema defaults entry by entry; an overlay
-    drops one of `droppable` (deep merges add and change entries, never remove them) by naming it null, as
-    the quick profile does to keep one row per code path, and `drop_nulls` removes what else it nulls."""
-
-    keys: tuple[str, ...]
-    droppable: tuple[str, ...] = ()
-    drop_nulls: Callable[[dict], None] | None = None
-
-
-# Filled by the plugins as they register, like the two above: section name -> its named rows.
-NAMED_ROWS: dict[str, NamedRows] = {}
-# The prefixes of the checkpoints the plugins generate, for messages that name only the registered ones.
-GENERATED_PREFIXES: dict[str, str] = {}
-
-
-def _drop_null_rows(config: dict) -> dict:
-    """`config` without the rows an overlay names null (NAMED_ROWS)."""
-    for name, rows in NAMED_ROWS.items():
-        section = config.get(name)
-        if not isinstance(section, dict):
+def _drop_null_rows(config: dict, sections: Sequence) -> dict:
+    """`config` without the rows an overlay names null (each section's `named_rows`)."""
+    for rows, values in ((s.named_rows, config.get(s.name)) for s in sections if s.named_rows):
+        if not isinstance(values, dict):
             continue
         for key in rows.droppable:
-            if isinstance(section.get(key), dict):
-                section[key] = {row: spec for row, spec in section[key].items() if spec is not None}
+            if isinstance(values.get(key), dict):
+                values[key] = {row: spec for row, spec in values[key].items() if spec is not None}
         if rows.drop_nulls:
-            rows.drop_nulls(section)
+            rows.drop_nulls(values)
     return config
 
 
-def resolve(config: Mapping, expand: bool = True) -> dict:
-    """Schema defaults under `config`, rows named null dropped, registry entries filled, the checkpoints the
-    registered plugins generate added, validated, `${VAR}` expanded."""
-    resolved = _fill_entries(_drop_null_rows(merge(defaults(), config)))
-    for generate in CHECKPOINT_GENERATORS.values():
-        resolved["checkpoints"] = {**resolved["checkpoints"], **generate(resolved)}
-    validate(resolved)
+def resolve(config: Mapping, sections: Iterable | None = None, expand: bool = True) -> dict:
+    """Schema defaults under `config`, rows named null dropped, registry entries filled, the values and checkpoints
+    the sections' hooks add, validated, `${VAR}` expanded. `sections`: the papers' (their plugins, in order); None:
+    the section files' schemas, without hooks."""
+    sections = file_sections() if sections is None else list(sections)
+    schema = composed(sections)
+    resolved = _fill_entries(_drop_null_rows(merge(defaults(root=schema), config), sections), schema, sections)
+    for section in sections:
+        resolved = merge(resolved, section.resolved(resolved))
+    for section in sections:
+        resolved["checkpoints"] = {**resolved["checkpoints"], **section.generate(resolved)}
+    studies = [study for s in sections if (study := s.study(resolved)) is not None]
+    if studies and "resolved_from" not in config:  # a resolved file's are its plugins'; in the sections' order
+        resolved["studies"] = studies
+    validate(resolved, sections)
     return expand_vars(resolved) if expand else resolved
 
 
@@ -256,11 +334,13 @@ def config_files(extra: Sequence[str | os.PathLike] = ()) -> list[Path]:
 
 
 def load_config(files: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
-                overrides: Mapping | None = None, expand: bool = True) -> dict:
+                overrides: Mapping | None = None, expand: bool = True,
+                sections: Callable[[Mapping], Iterable] | None = None) -> dict:
     """A resolved configuration.
 
     `files`: a resolved file (written by the workflow, with `resolved_from`) is read alone; other
-    files are layered over the registries and the default experiment.
+    files are layered over the registries and the default experiment. `sections`: the merged (raw) configuration
+    -> the sections to resolve it with (reranker.experiments.load_config: its plugins); None: the section files.
     """
     if isinstance(files, (str, os.PathLike)):
         files = [files]
@@ -274,7 +354,7 @@ def load_config(files: Sequence[str | os.PathLike] | str | os.PathLike | None = 
     if overrides:
         config = merge(config, overrides)
     try:
-        return resolve(config, expand=expand)
+        return resolve(config, sections(config) if sections else None, expand=expand)
     except ConfigError as err:
         raise ConfigError(f"{', '.join(map(str, files)) or DEFAULT_EXPERIMENT}: {err}") from None
 
@@ -305,12 +385,13 @@ def collection_config(config: Mapping, collection_id: str) -> dict:
     return entry
 
 
-def checkpoint_config(config: Mapping, name: str) -> dict:
-    """The registry entry of a checkpoint; an unknown name lists the known ones."""
+def checkpoint_config(config: Mapping, name: str, prefixes: Sequence[str] = ()) -> dict:
+    """The registry entry of a checkpoint; an unknown name lists the known ones (those starting with one of
+    `prefixes`, the plugins' generated ones, counted)."""
     known = config.get("checkpoints", {})
     if name not in known:
         # The experiments generate many (e.g. one per fold): name the registered ones, count the rest.
-        prefixes = tuple(GENERATED_PREFIXES.values())
+        prefixes = tuple(prefixes)
         registered = sorted(n for n in known if not n.startswith(prefixes))
         generated = len(known) - len(registered)
         raise ConfigError(f"unknown checkpoint {name!r}; known checkpoints: {', '.join(registered)}"

@@ -36,8 +36,6 @@ TEAM = "birch-repro"
 TIES = ("score descending, then document id descending, as trec_eval ranks (scores written with 9 significant "
         "digits, enough for the float32 values trec_eval ranks by)")
 EXTRA_PACKAGES = ("numpy", "scipy", "ir-measures", "repro-eval", "tirex-tracker")
-# An experiment section of the configuration -> the source work's id in workflow/config/source_numbers.yaml.
-SECTIONS = {"birch": "birch", "radboud": "radboud", "ntnu": "ntnu"}
 
 
 def command_line(stage: str, argv: Sequence[str] | None) -> str:
@@ -88,8 +86,8 @@ def platform(gpu: str = "none", resources: Mapping | None = None) -> dict:
 
 
 def research_goal(config: Mapping, collection: str, baseline: Sequence[str] = ()) -> dict:
-    """The experiments of `config` that use `collection` (with their tables and source works), the measures and
-    the significance test the tables use."""
+    """The experiments of `config` that use `collection` (with their tables and source works: the resolved
+    `studies:`, which each paper's plugin fills), the measures and the significance test the tables use."""
     from reranker.core import settings
     from reranker.formats.source_numbers import DEFAULT_SOURCE_NUMBERS
 
@@ -102,14 +100,10 @@ def research_goal(config: Mapping, collection: str, baseline: Sequence[str] = ()
     studies = []
     if collection in config.get("baselines", {}).get("collections", []) + config.get("baselines", {}).get("provided_runs", []):
         studies.append({"name": "baselines", "tables": ["baselines"]})
-    for section, work in SECTIONS.items():
-        part = config.get(section) or {}
-        uses = collection in part.get("targets", []) or collection in (part.get("collection"), part.get("train_collection"))
-        if uses:
-            tables = part.get("tables") or {f"{section}_main": None}
-            studies.append({"name": section, "work": works.get(work, {}).get("work", "unknown"),
-                            "tables": [caption if isinstance(caption, str) else (caption or {}).get("caption", name)
-                                       for name, caption in tables.items()]})
+    for study in config.get("studies") or []:
+        if collection in study["collections"]:
+            studies.append({"name": study["name"], "work": works.get(study["work"], {}).get("work", "unknown"),
+                            "tables": list(study["tables"])})
     significance = config.get("significance", {})
     goal = {"studies": studies, "evaluation": {
         "reported measures": settings.measures(config, collection),

@@ -6,7 +6,8 @@ not drift apart. Light (no torch, no Java): stages, rules and tests import it; i
 and no experiment.
 
 A `section` is an experiment's configuration section whose `candidates`, `max_length`,
-`precision` and `passages` override the suite's `segment:` and `score:` (radboud:, ntnu:).
+`precision` and `passages` override the suite's `segment:` and `score:` (radboud:, ntnu:), or whose `fusion`
+a fuse step reads; no paper is named here: the rules name the section.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def hub_model(config: Mapping, name: str) -> str:
     return entry["model"] if entry["source"] == "hf" else hub_model(config, entry["base"])
 
 
-def tokenizer(config: Mapping) -> str:
-    """The tokenizer that sets segment's token budget: the first Birch checkpoint's."""
-    names = config["birch"]["checkpoints"]
-    return hub_model(config, names[0]) if names else ""
+def tokenizer(config: Mapping) -> str | None:
+    """The tokenizer that sets segment's token budget: `segment.tokenizer` (filled when the configuration is
+    resolved with the papers' plugins; None where nothing filled it: the segment stage's default)."""
+    return config["segment"].get("tokenizer")
 
 
 def _section(config: Mapping, section: str | None) -> Mapping:
@@ -54,7 +55,7 @@ def _without_rule_only(settings: Mapping) -> dict:
 
 
 def collections(config: Mapping, collection: str) -> dict:
-    return {"collection": _without_rule_only(config["collections"][collection]), "folds": config["birch"]["folds"]}
+    return {"collection": _without_rule_only(config["collections"][collection]), "folds": config["seeded_folds"]}
 
 
 def index(config: Mapping) -> dict:
@@ -74,7 +75,7 @@ def evaluate(config: Mapping, collection: str) -> dict:
 def segment(config: Mapping, section: str | None = None, candidates: int | None = None) -> dict:
     """Candidates K, the token budget and passage windows; a section's own where it has them."""
     own = _section(config, section)
-    settings = {**config["segment"], "tokenizer": tokenizer(config)}
+    settings = {**config["segment"]}  # its tokenizer last (the schema's order)
     settings.update({key: own[key] for key in ("candidates", "passages") if key in own})
     if candidates is not None:  # a depth the experiment works out (NTNU: the deepest R of its sweep)
         settings["candidates"] = candidates
@@ -106,8 +107,11 @@ def score(config: Mapping, checkpoint: str, section: str | None = None) -> dict:
     return settings
 
 
-def fuse(config: Mapping, collection: str) -> dict:
-    return {**config["birch"]["fusion"], "relevant_min_grade": config["collections"][collection]["relevant_min_grade"]}
+def fuse(config: Mapping, collection: str, section: str) -> dict:
+    """The fusion settings of a section (`fuse birch`: birch.fusion) and the collection's relevant grade (none
+    without a collection: the stage then takes the entry's default)."""
+    grade = {"relevant_min_grade": config["collections"][collection]["relevant_min_grade"]} if collection else {}
+    return {**_section(config, section)["fusion"], **grade}
 
 
 def compare(config: Mapping) -> dict:

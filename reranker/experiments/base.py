@@ -2,7 +2,9 @@
 checkpoints it generates and the part of a run's wall clock that is its own.
 
 A plugin is built over the DAG's `Experiment` (reranker.workflow.experiment), which it reads for the run
-folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py).
+folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py). Its class is
+also the section `reranker.core.config.resolve` composes: its schema under its name, and its resolve hooks
+(classmethods, pure functions of the configuration): `generate`, `check`, `resolved`, `study`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker.core import settings
-from reranker.core.config import NamedRows, slug, training_config
+from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, section_study, slug, training_config
 
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
@@ -22,8 +24,8 @@ PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
 
 class Plugin:
     """One paper's tables. A subclass names itself in its class line, e.g.
-    `class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-")`, and registers
-    with `@register`."""
+    `class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix="ntnu-")`, and its module names
+    it `PLUGIN = NTNU` (reranker.experiments.load reads it)."""
 
     name: ClassVar[str]  # the registry key, and the configuration section it reads
     about: ClassVar[str]  # one line: the paper and what it builds (default: its module docstring's first line)
@@ -35,6 +37,12 @@ class Plugin:
     checkpoint_prefix: ClassVar[str | None] = None
     # Its section's named entries: filled with their schema defaults, and the rows an overlay may drop.
     named_rows: ClassVar[NamedRows | None] = None
+    # Its section's JSON schema, composed into the configuration's under its name (its `#/$defs/...` are the
+    # suite's): by default workflow/schemas/sections/<name>.yaml; None: any mapping.
+    section_schema: ClassVar[dict | None] = None
+    # Its files in a run folder: layout name -> pattern under the run folder (reranker.formats.layout), added to
+    # the suite's; a name or pattern the suite (or another plugin) has already is refused.
+    paths: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, name: str, about: str | None = None, rules: str | None = None,
                           wall_clock_part: str | None = None, checkpoint_prefix: str | None = None, **kwargs):
@@ -43,20 +51,18 @@ class Plugin:
         cls.about = about or (sys.modules[cls.__module__].__doc__ or "").strip().split("\n")[0]
         cls.rules = rules or f"workflow/rules/{name}.smk"
         cls.wall_clock_part, cls.checkpoint_prefix = wall_clock_part, checkpoint_prefix
+        if "section_schema" not in cls.__dict__ and (SECTIONS_DIR / f"{name}.yaml").exists():
+            cls.section_schema = section_schema(name)
 
     def __init__(self, experiment):
         self.exp = experiment  # the DAG's Experiment: layout, checkpoints and their lineage
         self.config = experiment.config
         self.layout = experiment.layout
 
-    # A plugin outside the suite keeps its section under `experiments: {name: ...}` and checks it
-    # against this JSON schema (the suite's schema holds the built-in sections).
-    schema: ClassVar[dict | None] = None
-
     @classmethod
     def section_of(cls, config: Mapping) -> dict:
-        """Its configuration section: a built-in's top-level one, or its entry under `experiments:`."""
-        return config.get(cls.name) or (config.get("experiments") or {}).get(cls.name) or {}
+        """Its configuration section: the top-level one under its name."""
+        return config.get(cls.name) or {}
 
     @property
     def section(self) -> dict:
@@ -90,14 +96,25 @@ class Plugin:
 
     @classmethod
     def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
-        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist);
-        for a plugin with a `schema`, its section's mismatches with it."""
-        if cls.schema is None:
-            return [], []
-        import jsonschema
+        """Problems with the section the schema cannot see, and the checkpoint names it uses (checked to exist)."""
+        return [], []
 
-        errors = jsonschema.Draft202012Validator(cls.schema).iter_errors(cls.section_of(config))
-        return [f"  experiments/{cls.name}/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors], []
+    @classmethod
+    def resolved(cls, config: Mapping) -> dict:
+        """Values it fills in a configuration being resolved (merged over it; before its checkpoints are
+        generated): settings whose default depends on its section. None by default."""
+        return {}
+
+    @classmethod
+    def study(cls, config: Mapping) -> dict | None:
+        """Its entry of the resolved `studies:` (a run's research goal, reranker.core.run_metadata): by default
+        what reranker.core.config.section_study reads of its section."""
+        return section_study(cls.name, cls.section_of(config))
+
+    def collections(self) -> list[str]:
+        """Collection ids whose raw files the DAG checks before any job starts, beyond the baselines' (its own
+        rules may check more)."""
+        return []
 
     def outputs(self) -> list[str]:
         """Every table and figure it publishes: compared with the reference and built by `all`."""
@@ -138,6 +155,111 @@ class Plugin:
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """The cells of its tables and sweep figures by name (reranker.formats.table_spec records): Snakemake
         writes each to its spec file (workflow/rules/tables.smk), which the table's rule hands `--spec`."""
+        return {}
+
+    # What its rules call (workflow/rules/<name>.smk), declared once here with neutral values; a plugin overrides
+    # what it has, with the same signature (tests/test_plugins.py parses the .smk files and checks).
+    # The DAG's shape --------------------------------------------------------------------------------
+    @property
+    def first_stage(self) -> str | None:
+        """The first stage whose run it reranks."""
+        return self.section.get("first_stage")
+
+    @property
+    def candidates(self) -> int | None:
+        """K: the first stage's top documents it reranks."""
+        return self.section.get("candidates")
+
+    @property
+    def depth(self) -> int | None:
+        """The deepest K it segments (a sweep over K segments once, at its largest)."""
+        return self.candidates
+
+    @property
+    def target_slugs(self) -> list[str]:
+        """The slugs of the collections its main table covers."""
+        return []
+
+    def fold_scores(self, variant: str, point: int, ranking: str, first_stage: str | None = None) -> list[str]:
+        """The per-fold score files of one reranker that a join step concatenates, in fold order."""
+        return []
+
+    def baseline_run(self, point: int) -> str:
+        """The run its rerankers at a grid point are compared with (the agreement column's reference)."""
+        raise NotImplementedError(f"{self.name} has no baseline run")
+
+    def speed_stages(self, system: str) -> dict[str, str]:
+        """A timed system's stages (stage name -> its benchmark file), for its speed record."""
+        return {}
+
+    def evidence_runs(self) -> list[tuple[str, str]]:
+        """(collection slug, run name) of the runs whose evidence the report shows."""
+        return []
+
+    def score_metas(self) -> list[str]:
+        """The score sidecars its main table reads (the scoring's precision and machine)."""
+        return []
+
+    # Its tables and figures -------------------------------------------------------------------------
+    def caption(self, table: str) -> str:
+        """A table's caption."""
+        return ""
+
+    def baseline_row(self, table: str) -> str | None:
+        """The row a table's significance marks test against (None: none)."""
+        return None
+
+    def ranking_tables(self) -> list[str]:
+        """Its tables of reranked runs."""
+        return []
+
+    def pretraining_tables(self) -> list[str]:
+        """Its tables of pre-training choices."""
+        return []
+
+    def table_inputs(self, table: str) -> list[str]:
+        """Files a table reads beyond its spec's."""
+        return []
+
+    def table_metas(self, table: str) -> list[str]:
+        """Sidecars a table reads for its notes (precision, machine, speed)."""
+        return []
+
+    def machine_columns(self, table: str) -> list[str]:
+        """A table's columns that depend on the machine (not compared with the reference)."""
+        return []
+
+    def figure_inputs(self, table: str) -> list[str]:
+        """Files a table's figure reads."""
+        return []
+
+    def figure_args(self, table: str) -> str:
+        """`tables figure` arguments of a table's figure."""
+        return ""
+
+    @property
+    def table_finetuned(self) -> list[str]:
+        """Fine-tuned checkpoints behind its main table (each gets a note and a copied loss curve)."""
+        return []
+
+    def copied_curves(self) -> list[str]:
+        """Loss-curve figures copied from its `table_finetuned` checkpoints' folders (loss.png), in that order."""
+        return []
+
+    def split_table(self) -> str | None:
+        """The table whose gap to the source is split into first stage and reranker (None: none)."""
+        return None
+
+    def split_numbers(self) -> str:
+        """The numbers file of that split."""
+        raise NotImplementedError(f"{self.name} splits no table")
+
+    def split_measures(self) -> list[str]:
+        """The measures of that split."""
+        return []
+
+    def split_rows(self) -> dict[str, str]:
+        """The rows of that split: role -> row label."""
         return {}
 
 

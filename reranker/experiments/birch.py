@@ -1,28 +1,80 @@
 """Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): sentence evidence fused with the first stage.
 
 The main table: the first stage, each checkpoint's 1S-3S fusion rows, and the aggregation rows, on
-every target collection; its notes and loss curves. Its configuration: `birch:`; its rules:
-workflow/rules/neural.smk (segment, train, score, fuse, shared with the other papers) and the main
-table's in workflow/rules/birch.smk.
+every target collection; its notes and loss curves. Its configuration: `birch:` (schema:
+workflow/schemas/sections/birch.yaml); its rules: workflow/rules/birch.smk (segment, score, fuse, aggregate,
+the main table and the evidence page; the training rule is the suite's, workflow/rules/training.smk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reranker.core.config import slug
+from reranker.core import settings
+from reranker.core.config import ConfigError, slug
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
-from reranker.experiments import register
 from reranker.experiments.base import PRECISION_WORDS, Plugin
 
 
-@register
 class Birch(Plugin, name="birch"):
+    paths = {
+        "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
+        "fusion_dir": "work/fusion",
+        "fusion": "fusion",  # published: the chosen a, w per fold, beside the main table
+        "evidence_moves": "evidence/birch_moves.html",  # shown in the report; neither compared nor promoted
+    }
+
     @classmethod
     def enabled(cls, config: Mapping) -> bool:
-        return bool(config["birch"]["targets"])
+        return bool(cls.section_of(config).get("targets"))
 
-    def curves(self) -> list[str]:
+    @classmethod
+    def check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+        """Its names are checked whether or not its table is asked for (a section left for later stays sound)."""
+        return cls.cross_check(config)
+
+    @classmethod
+    def cross_check(cls, config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
+        """Its targets are known collections; its checkpoints go back to be checked to exist."""
+        section, collections = config["birch"], config["collections"]
+        problems = [f"  birch/targets: unknown collection {c!r} (known: {', '.join(sorted(collections))})"
+                    for c in section["targets"] if c not in collections]
+        used = [("birch/checkpoints", c) for c in section["checkpoints"]]
+        used += [("birch/passage_checkpoint", c) for c in [section["passage_checkpoint"]] if c]
+        return problems, used
+
+    @classmethod
+    def resolved(cls, config: Mapping) -> dict:
+        """`segment.tokenizer`, where the configuration leaves it null: its first checkpoint's hub model's (every
+        paper's segments are cut to the token budget of the model that scores Birch's sentences); "" without one."""
+        if config["segment"].get("tokenizer") is not None:
+            return {}
+        names = config["birch"]["checkpoints"]
+        try:
+            tokenizer = settings.hub_model(config, names[0]) if names else ""
+        except (ConfigError, KeyError):  # an unknown checkpoint: the cross-check names it
+            return {}
+        return {"segment": {"tokenizer": tokenizer}}
+
+    # The DAG's shape: the run it segments and fuses, its K, its targets.
+    @property
+    def first_stage(self) -> str:
+        return self.section["first_stage"]
+
+    @property
+    def candidates(self) -> int:
+        """K: the first stage's top documents reranked (the suite's `segment.candidates`)."""
+        return self.config["segment"]["candidates"]
+
+    @property
+    def target_slugs(self) -> list[str]:
+        return [slug(t) for t in self.section["targets"]]
+
+    def collections(self) -> list[str]:
+        """Collection ids whose files the DAG needs before any job starts: its targets."""
+        return list(self.section["targets"])
+
+    def copied_curves(self) -> list[str]:
         return [self.layout.path("figure", figure=f"checkpoint_{c}_loss") for c in self.table_finetuned]
 
     def outputs(self) -> list[str]:
@@ -36,7 +88,7 @@ class Birch(Plugin, name="birch"):
         that applies to it, fused with the most sentences."""
         n = max(self.section["fusion"]["top_n"])
         found = [(s, next((c for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])), None))
-                 for s in self.exp.target_slugs]
+                 for s in self.target_slugs]
         return [(s, f"birch.{c}.{n}S") for s, c in found if c]
 
     @property
@@ -46,7 +98,7 @@ class Birch(Plugin, name="birch"):
 
     def rows(self) -> list[tuple[str, str, str | None]]:
         """(row label, run name, checkpoint) of the main table, in order."""
-        rows: list[tuple[str, str, str | None]] = [(FIRST_STAGES[self.exp.first_stage].label, self.exp.first_stage, None)]
+        rows: list[tuple[str, str, str | None]] = [(FIRST_STAGES[self.first_stage].label, self.first_stage, None)]
         for name in self.section["checkpoints"]:
             rows += [(f"{self.exp.label(name)} {n}S", f"birch.{name}.{n}S", name) for n in self.section["fusion"]["top_n"]]
         passage = self.section["passage_checkpoint"]
@@ -61,7 +113,7 @@ class Birch(Plugin, name="birch"):
 
     def cells(self) -> list[tuple[str, str, str]]:
         """(collection slug, row label, run name) of every cell that exists: no checkpoint on its own training data."""
-        return [(s, label, run) for s in self.exp.target_slugs for label, run, name in self.rows()
+        return [(s, label, run) for s in self.target_slugs for label, run, name in self.rows()
                 if name is None or self.exp.applies_to(name, self.exp.slug_to_id[s])]
 
     @property
@@ -71,9 +123,9 @@ class Birch(Plugin, name="birch"):
         return self.exp.finetuned(dict.fromkeys(names))
 
     def score_metas(self) -> list[str]:
-        return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.exp.first_stage, k=self.exp.k,
+        return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.first_stage, k=self.candidates,
                                  unit="sentences")
-                for s in self.exp.target_slugs for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])]
+                for s in self.target_slugs for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])]
 
     def spec(self) -> dict[str, list[dict]]:
         """The main table's cells (reranker.formats.table_spec): its evaluations, then each fine-tuned checkpoint
@@ -106,7 +158,7 @@ class Birch(Plugin, name="birch"):
         return (", as a bi-encoder: a two-way classifier of the cosine of query and text encoded apart, started at the "
                 "zero-shot cosine, and scored by that cosine")
 
-    def caption(self) -> str:
+    def caption(self, table: str = "birch_main") -> str:
         fine_tuned = self.exp.finetuned(self.section["checkpoints"])
         models = "; ".join(f"{self.exp.label(c)} = {self.exp.hub_model(c)} fine-tuned on {self.training_text(c)}{self.head_text(c)}"
                            for c in fine_tuned)
@@ -123,7 +175,7 @@ class Birch(Plugin, name="birch"):
                           if references else "")
         return (f"Birch on open collections, cross-domain (no checkpoint is trained on the queries or judgments of a "
                 f"collection it is evaluated on). "
-                f"{FIRST_STAGES[self.exp.first_stage].label} top {self.exp.k} documents reranked, the rest kept in order; "
+                f"{FIRST_STAGES[self.first_stage].label} top {self.candidates} documents reranked, the rest kept in order; "
                 f"sentences by pysbd, max length {self.config['segment']['max_length']} tokens, scored in "
                 f"{PRECISION_WORDS[self.config['score']['precision']]}; {models}"
                 f" (shared settings: a cross-encoder's classification head on the pooling the base was trained with; "
@@ -132,4 +184,7 @@ class Birch(Plugin, name="birch"):
                 f"max length {training['max_length']}, the step with the lowest held-out loss on "
                 f"{training['validation_fraction']:.0%} of the training queries; a checkpoint's own settings in brackets)."
                 f"{titles_text} a, w2, w3 chosen by "
-                f"{self.section['folds']['k']}-fold CV on AP (folds in {self.config['reference']}/folds/).{reference_text}")
+                f"{self.config['seeded_folds']['k']}-fold CV on AP (folds in {self.config['reference']}/folds/).{reference_text}")
+
+
+PLUGIN = Birch

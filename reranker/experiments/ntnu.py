@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
-from reranker.experiments import register
 from reranker.experiments.base import Plugin, section_problems
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
@@ -68,8 +67,12 @@ def drop_null_cells(section: dict) -> None:
             spec["distilled"] = {row: model for row, model in spec["distilled"].items() if model is not None}
 
 
-@register
 class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKPOINT_PREFIX):
+    paths = {
+        "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
+        "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",
+        "ntnu_speed": "work/speed/{collection}/{system}.json",
+    }
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
     named_rows = NamedRows(keys=("models", "tables"), droppable=("models",), drop_nulls=drop_null_cells)
@@ -295,3 +298,6 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
 
 def pair_cap(max_pairs: int | None) -> str:
     return "every pair" if max_pairs is None else f"at most {max_pairs} pairs"
+
+
+PLUGIN = NTNU

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import FIRST_STAGES
-from reranker.experiments import register
 from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
 from reranker.formats.layout import PATTERNS
 
@@ -91,8 +90,13 @@ def ranking_label(ranking: str) -> str:
     return "by argmax" if ranking == "argmax" else "by the relevant logit"
 
 
-@register
 class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
+    paths = {
+        "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
+        "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
+        "radboud_joined_on": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.on-{provided}.tsv",  # a provided run's
+        "radboud_agreement": "work/eval/{collection}/radboud.{variant}.g{point}.{ranking}.agreement.json",
+    }
     checkpoints = staticmethod(generated_checkpoints)
     cross_check = staticmethod(cross_check)
     named_rows = NamedRows(keys=("pretraining", "variants"), droppable=("pretraining", "variants", "provided_candidates"))
@@ -281,3 +285,6 @@ class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents
                                   f"and our baseline (‡ on {label}: the first stage's part, one reranker on two candidate "
                                   f"sets); a provided run's AP@1000 is over the documents it ranks."})
         return notes
+
+
+PLUGIN = Radboud

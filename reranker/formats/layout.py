@@ -1,13 +1,18 @@
 """A run folder's layout: where every file of a run goes, and which part of it is published.
 
-Every path pattern is defined once, in `PATTERNS`: Snakemake fills its `{wildcards}`, and
+Every path pattern is defined once: the suite's in `PATTERNS`, a paper's in its plugin's `paths`
+(reranker.experiments), added with `Layout.with_paths`. Snakemake fills their `{wildcards}`, and
 `Layout.path` fills them with values. A shared format: the workflow lays runs out with it, and
 `compare` reads the published part with it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from reranker.formats.errors import ConfigError
 
 # Under the run folder. `{run}` is a TREC run's name (bm25, birch.scifact.2S, maxp.scifact.passages ...).
 PATTERNS = {
@@ -28,15 +33,6 @@ PATTERNS = {
     "score_cache": "work/cache/scores",
     "checkpoint_dir": "work/checkpoints/{checkpoint}",
     "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
-    "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
-    "fusion_dir": "work/fusion",
-    "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
-    "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
-    "radboud_joined_on": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.on-{provided}.tsv",  # a provided run's
-    "radboud_agreement": "work/eval/{collection}/radboud.{variant}.g{point}.{ranking}.agreement.json",
-    "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
-    "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",
-    "ntnu_speed": "work/speed/{collection}/{system}.json",
     "benchmark": "benchmarks/{stage}/{name}.tsv",
     "log": "logs/{stage}/{name}.log",
     "table_spec": "work/tables/{table}.spec.json",  # a table's cells, written by Snakemake (formats.table_spec)
@@ -46,11 +42,9 @@ PATTERNS = {
     "numbers": "numbers/{table}.json",
     "figure": "figures/{figure}.png",
     "folds": "folds/{collection}.json",
-    "fusion": "fusion",
     # a run against the original's own (evaluate reproduction): published, not compared (compare reads numbers/*.json)
     "run_reproduction": "numbers/reproduction/{pair}.json",
     "comparison": "comparison.md",
-    "evidence_moves": "evidence/birch_moves.html",  # shown in the report; neither compared nor promoted
     "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
 }
 # What `compare` checks and `promote` copies: the published part of a run.
@@ -63,13 +57,22 @@ class Layout:
     """Paths of one run folder. `pattern` keeps wildcards for Snakemake; `path` fills them."""
 
     run_dir: str
+    patterns: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(PATTERNS))
+
+    def with_paths(self, owner: str, paths: Mapping[str, str]) -> Layout:
+        """This layout with `owner`'s patterns added (a plugin's `paths`); a name or pattern already laid out is refused."""
+        clashes = [f"{name!r}" for name in paths if name in self.patterns]
+        clashes += [f"{name!r} ({pattern})" for name, pattern in paths.items() if pattern in self.patterns.values()]
+        if clashes:
+            raise ConfigError(f"{owner}: its paths {', '.join(clashes)} are already in the run folder's layout")
+        return Layout(self.run_dir, MappingProxyType({**self.patterns, **paths}))
 
     def pattern(self, name: str, /, **fixed: object) -> str:
         """The pattern under the run folder, with some fields filled (the rest stay `{wildcards}`)."""
-        text = f"{self.run_dir}/{PATTERNS[name]}"
+        text = f"{self.run_dir}/{self.patterns[name]}"
         for key, value in fixed.items():
             text = text.replace("{" + key + "}", str(value))
         return text
 
     def path(self, name: str, /, **values: object) -> str:
-        return f"{self.run_dir}/{PATTERNS[name]}".format(**values)
+        return f"{self.run_dir}/{self.patterns[name]}".format(**values)

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from reranker.core import settings
 from reranker.core.arguments import add_config
 from reranker.core.config import load_config
 from reranker.corpora.base import Collection
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = commands.add_parser("folds", help="the collection's folds, or seeded folds over its judged queries")
     folds.add_argument("--out", required=True, help="folds JSON {fold: [test qids]}")
     for command in (listing, export, stats, folds):
-        add_config(command, "the collection's entry; birch.folds for seeded folds")
+        add_config(command, "the collection's entry; seeded_folds for seeded folds")
     for command in (export, stats, folds):
         command.add_argument("--collection", required=True, help="a collection id of workflow/config/collections.yaml")
     args = parser.parse_args(argv)
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             result = own
             origin = f"{collection.id}'s own folds ({collection.entry['folds']['file']})"
         else:
-            k, seed = config["birch"]["folds"]["k"], config["birch"]["folds"]["seed"]
+            folds = settings.collections(config, collection.id)["folds"]
+            k, seed = folds["k"], folds["seed"]
             result = seeded_folds(judged, k, seed)
             origin = f"seeded folds (k={k}, seed={seed}) over the judged queries of {collection.id}"
         write_folds(result, args.out)

@@ -16,9 +16,10 @@ import numpy as np
 
 from reranker.core import run_metadata
 from reranker.core.arguments import add_config, add_files
-from reranker.core.config import collection_config, entry_defaults, load_config
+from reranker.core.config import entry_defaults, load_config
 from reranker.core.flags import checked
 from reranker.core.registry import AGGREGATORS
+from reranker.core.settings import fuse as fuse_settings
 from reranker.formats.atomic import write_json
 from reranker.formats.errors import InputError, exits_on_input_error
 from reranker.formats.folds import fold_queries, read_folds
@@ -44,8 +45,8 @@ def run_birch(args: argparse.Namespace) -> int:
     evidence = evidence_inputs(args)
     tracker = run_metadata.Tracker()
     config = load_config(args.config)
-    entry = collection_config(config, args.collection) if args.collection else entry_defaults("collection")
-    fusion, min_grade = config["birch"]["fusion"], entry["relevant_min_grade"]
+    fusion = fuse_settings(config, args.collection, "birch")
+    min_grade = fusion["relevant_min_grade"] if args.collection else entry_defaults("collection")["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
     refuse_near_misses(run, qrels.keys(), args.run, args.qrels)

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker segment", description=__doc__.split("\n\n")[0])
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
-    add_config(parser, "segment; the tokenizer of birch.checkpoints' first")
+    add_config(parser, "segment (its tokenizer: segment.tokenizer, which the resolved configuration fills)")
     parser.add_argument("--section", help="a configuration section (radboud, ntnu) whose candidates K and passages "
                         "replace segment:'s")
     parser.add_argument("--candidates", type=int, help="segment the run's top K (default: the settings')")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from reranker.core.config import REPO_ROOT, load_config
+from reranker.core.config import REPO_ROOT
+from reranker.experiments import load_config  # with the papers' plugins: their checkpoints and dropped rows
 from reranker.formats.atomic import write_json
 from reranker.formats.catalog import DEFAULT_CATALOG, FIELDS
 from reranker.formats.layout import PATTERNS

@@ -1,5 +1,6 @@
 """The workflow's logic, out of the Snakefile and tested: checkpoint lineage, table rows and captions.
-Rules call these; no stage imports them (tests/test_layering.py). Paths: reranker.formats.layout.
+Rules call these; no stage imports them (tests/test_layering.py). Paths: reranker.formats.layout, and each
+paper plugin's `paths`. No paper is named here: what is a paper's comes from its plugin (EXP.plugins).
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ class Experiment:
 
     def __init__(self, config: Mapping):
         self.config = config
-        self.layout = Layout(config["run_dir"])
-        self.birch = config["birch"]
-        self.first_stage = self.birch["first_stage"]
-        self.k = config["segment"]["candidates"]
+        registry = experiments.load(config.get("plugins") or ())
+        layout = Layout(config["run_dir"])
+        for name, cls in registry.items():  # each paper's own files beside the suite's (a clash is refused)
+            layout = layout.with_paths(f"plugin {name}", cls.paths)
+        self.layout = layout
+        self.prefixes = [cls.checkpoint_prefix for cls in registry.values() if cls.checkpoint_prefix]
         self.slug_to_id = {slug(cid): cid for cid in config["collections"]}
         self.plugins = experiments.active(self)  # the papers this configuration asks for, by name
 
@@ -56,12 +59,14 @@ class Experiment:
         return self.collection(collection_slug)["runs"][name]["file"]
 
     @property
-    def target_slugs(self) -> list[str]:
-        return [slug(t) for t in self.birch["targets"]]
-
-    @property
     def baseline_slugs(self) -> list[str]:
         return [slug(c) for c in self.config["baselines"]["collections"]]
+
+    def collections_to_check(self) -> list[str]:
+        """Collection ids whose raw files must be there before any job starts: the baselines', the provided runs'
+        and each active paper's (its `collections()`), each once."""
+        ids = [c for plugin in self.plugins.values() for c in plugin.collections()]
+        return list(dict.fromkeys(ids + self.config["baselines"]["collections"] + self.config["baselines"]["provided_runs"]))
 
     def fold_overrides(self, collection_id: str, first_stage: str) -> bool:
         """Whether a first-stage run needs the collection's folds (per-fold parameters)."""
@@ -69,7 +74,7 @@ class Experiment:
 
     # Checkpoints -------------------------------------------------------------------------------
     def checkpoint(self, name: str) -> dict:
-        return checkpoint_config(self.config, name)
+        return checkpoint_config(self.config, name, self.prefixes)
 
     def is_finetuned(self, name: str) -> bool:
         return self.checkpoint(name)["source"] == "finetune"
@@ -122,10 +127,6 @@ class Experiment:
 
     def finetuned(self, names) -> list[str]:
         return [name for name in names if self.is_finetuned(name)]
-
-    @property
-    def tokenizer(self) -> str:
-        return stage_settings.tokenizer(self.config)
 
     def training_sources(self, name: str) -> list[tuple[str, dict[str, str]]]:
         """(collection id, its files) of each `train_on` collection: docs, topics, qrels and the run the

@@ -1,28 +1,53 @@
-"""A fourth paper, as a contributor would add one: this module, its rules (fake_paper.smk), its section
-(`experiments: {fake_paper: ...}` with `plugins: [tests.plugins.fake_paper]`) and its claims.
-Its one table: BM25 against BM25+RM3 on one collection (tests/test_plugins.py runs it through the DAG)."""
+"""A fourth paper, as a contributor would add one: this module (its `PLUGIN`), its rules (fake_paper.smk), its
+section (`fake_paper:` at the top level, with `plugins: [tests.plugins.fake_paper]`) and its claims.
+
+Its one table: BM25, BM25+RM3 and BM25 reranked by a hub checkpoint on one collection. The reranking is its own:
+it segments the first stage's top candidates as whole documents and scores them into files of its own (its
+`paths`), then reranks with the suite's stages (tests/test_plugins.py runs it through the DAG, Birch on)."""
 
 from __future__ import annotations
 
 from reranker.core.registry import FIRST_STAGES
-from reranker.experiments import register
 from reranker.experiments.base import Plugin
 
 
-@register
-class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against BM25+RM3",
+class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against BM25+RM3 and a reranked BM25",
                 rules="tests/plugins/fake_paper.smk"):
-    schema = {"type": "object", "required": ["collection"], "additionalProperties": False,
-              "properties": {"collection": {"type": "string"}, "caption": {"type": "string"}}}
+    section_schema = {
+        "type": "object", "required": ["collection"], "additionalProperties": False,
+        "properties": {"collection": {"type": "string"}, "caption": {"type": "string"},
+                       "candidates": {"type": "integer", "minimum": 1, "default": 5},
+                       "checkpoint": {"type": "string", "default": "minilm-l3"}}}
+    paths = {"fake_segments": "work/segments/{collection}/bm25.k{k}.fake-docs.jsonl",
+             "fake_scores": "work/scores/{collection}/{checkpoint}/bm25.k{k}.fake-docs.tsv"}
+
+    @classmethod
+    def cross_check(cls, config):
+        section = config["fake_paper"]
+        known = section["collection"] in config["collections"]
+        problems = [] if known else [f"  fake_paper/collection: unknown collection {section['collection']!r}"]
+        return problems, [("fake_paper/checkpoint", section["checkpoint"])]
+
+    @property
+    def candidates(self) -> int:
+        return self.section["candidates"]
+
+    def reranked(self) -> str:
+        """Its reranked run's name."""
+        return f"fake.{self.section['checkpoint']}"
 
     def outputs(self) -> list[str]:
         return [self.layout.path("table", table="fake_paper_1")]
 
-    def evals(self) -> list[str]:
-        return [self.layout.path("eval", collection=self.slug, run=run) for run in FIRST_STAGES]
+    def rows(self) -> list[tuple[str, str]]:
+        """(row label, run name) of its table."""
+        return [(FIRST_STAGES[run].label, run) for run in FIRST_STAGES] + [(f"BM25 >> {self.section['checkpoint']}", self.reranked())]
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """Its table's cells, for the spec file the suite's rules write (reranker.formats.table_spec)."""
         group = self.section["collection"]
-        return {"fake_paper_1": {"eval": [{"group": group, "row": FIRST_STAGES[run].label, "path": path}
-                                          for run, path in zip(FIRST_STAGES, self.evals())]}}
+        return {"fake_paper_1": {"eval": [{"group": group, "row": label, "path": self.layout.path("eval", collection=self.slug, run=run)}
+                                          for label, run in self.rows()]}}
+
+
+PLUGIN = FakePaper

@@ -1,10 +1,64 @@
-# The test paper's rules (tests/plugins/fake_paper.py): one table from two evaluations the suite makes.
+# The test paper's rules (tests/plugins/fake_paper.py): BM25's top candidates as whole documents in a file of its
+# own, scored by a hub checkpoint into another, reranked; one table of those and two evaluations the suite makes.
 
 FAKE = EXP.plugins["fake_paper"]
 
 
+rule fake_segment:
+    """The first stage's top candidates as whole documents (its own file: the plugin's `fake_segments`)."""
+    input:
+        docs=P("docs"),
+        run=P("trec_run", run="bm25"),
+        topics=P("topics"),
+    output:
+        P("fake_segments", k=FAKE.candidates),
+    log:
+        P("log", stage="segment", name="{collection}.fake"),
+    params:
+        config=CONFIG_FILE,
+        settings=settings("segment", section="fake_paper"),
+    shell:
+        "python -m reranker segment --config {params.config} --section fake_paper --docs {input.docs}"
+        " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
+
+
+rule fake_score:
+    """Its checkpoint scores every candidate (no cache: a test's run)."""
+    input:
+        segments=P("fake_segments", k=FAKE.candidates),
+        run=P("trec_run", run="bm25"),
+        topics=P("topics"),
+        qrels=P("qrels"),
+    output:
+        scores=P("fake_scores", k=FAKE.candidates),
+        meta=P("fake_scores", k=FAKE.candidates) + ".meta.json",
+    log:
+        P("log", stage="score", name="{collection}.{checkpoint}.fake"),
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("score", checkpoint=w.checkpoint, section="fake_paper"),
+        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+    shell:
+        "python -m reranker score --config {params.config} --section fake_paper --checkpoint {wildcards.checkpoint}"
+        " --model {params.model:q} --no-cache --segments {input.segments} --run {input.run} --topics {input.topics}"
+        " --qrels {input.qrels} --threads 1 --out {output.scores} 2> {log}"
+
+
+rule fake_rerank:
+    """BM25's candidates ordered by their score; the rest keep BM25's order."""
+    input:
+        run=P("trec_run", run="bm25"),
+        scores=P("fake_scores", k=FAKE.candidates),
+    output:
+        P("trec_run", run="fake.{checkpoint}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.fake.{checkpoint}"),
+    shell:
+        "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores} --out {output} 2> {log}"
+
+
 rule fake_paper_table:
-    """BM25 against BM25+RM3, with the suite's significance marks."""
+    """Its rows, with the suite's significance marks."""
     input:
         spec_files("fake_paper_1"),
         spec=PATH("table_spec", table="fake_paper_1"),

@@ -3,18 +3,15 @@ a run that is certainly still going when a second `snakemake` starts on its run 
 
 from __future__ import annotations
 
-import os
-
-from reranker.experiments import register
 from reranker.experiments.base import Plugin
 
 
-@register
 class GatedPaper(Plugin, name="gated_paper", about="a test's job that waits for a gate file",
                  rules="tests/plugins/gated_paper.smk"):
-    schema = {"type": "object", "required": ["collection", "gate"], "additionalProperties": False,
-              "properties": {"collection": {"type": "string"}, "gate": {"type": "string"}}}
+    section_schema = {"type": "object", "required": ["collection", "gate"], "additionalProperties": False,
+                      "properties": {"collection": {"type": "string"}, "gate": {"type": "string"}}}
+    # The job's output: the collection's document count, written once the gate is open.
+    paths = {"gated_count": "work/gated/{collection}.count"}
 
-    def held(self) -> str:
-        """The job's output: the collection's document count, written once the gate is open."""
-        return os.path.join(self.config["run_dir"], "work", "gated", f"{self.slug}.count")
+
+PLUGIN = GatedPaper

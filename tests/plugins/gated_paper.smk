@@ -10,7 +10,7 @@ rule gated_count:
     input:
         PATH("docs", collection=GATED.slug),
     output:
-        GATED.held(),
+        PATH("gated_count", collection=GATED.slug),
     localrule: True
     params:
         gate=GATED.section["gate"],

@@ -1,9 +1,146 @@
-# Birch (Akkalyoncu Yilmaz et al., EMNLP 2019), its main table: the first stage, each checkpoint's fused
-# rows and the aggregation rows on every target; its notes, loss curves and chosen fusion weights.
-# The stages before it (segment, train, score, fuse) are shared: workflow/rules/neural.smk.
-#   plugin: reranker/experiments/birch.py
+# Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): segment the first-stage top-K, score every (query, unit)
+# with its checkpoints (trained by workflow/rules/training.smk), fuse with cross-validation, the aggregation
+# baselines; its main table: the first stage, each checkpoint's fused rows and the aggregation rows on every
+# target; its notes, loss curves, chosen fusion weights and evidence page.
+#   plugin: reranker/experiments/birch.py; included when it is active (birch.targets)
 
 BIRCH = EXP.plugins["birch"]
+FIRST = BIRCH.first_stage  # the run it segments, scores and fuses
+K = BIRCH.candidates
+
+
+rule segment:
+    """Sentences (pysbd) or fixed word passages of the first stage's top-K documents."""
+    input:
+        docs=P("docs"),
+        run=P("trec_run", run=FIRST),
+        topics=P("topics"),
+    output:
+        P("segments", first_stage=FIRST, k=K),
+    log:
+        P("log", stage="segment", name="{collection}.{unit}"),
+    benchmark:
+        P("benchmark", stage="segment", name="{collection}.{unit}")
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=settings("segment"),
+    shell:
+        "python -m reranker segment --config {params.config} --docs {input.docs} --run {input.run}"
+        " --topics {input.topics} --unit {wildcards.unit} --out {output} 2> {log}"
+
+
+SCORE_PARTS = CFG["score"]["parts"]
+SCORE_THREADS = CFG["score"]["threads"] or THREADS
+SCORE_OUT = P("scores_part", first_stage=FIRST, k=K) if SCORE_PARTS > 1 else P("scores", first_stage=FIRST, k=K)
+SCORE_LOG = "{collection}.{checkpoint}.{unit}" if SCORE_PARTS == 1 else "{collection}.{checkpoint}.{unit}.part{part}"
+
+
+rule score:
+    """Score every (query, unit) of the top-K documents; cached by content, resumable by shard.
+
+    With score.parts = N > 1, one job per block of shards ({part} = I-of-N), gathered by gather_scores."""
+    input:
+        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
+        segments=P("segments", first_stage=FIRST, k=K),
+        run=P("trec_run", run=FIRST),
+        topics=P("topics"),
+        qrels=P("qrels"),
+    output:
+        scores=SCORE_OUT,
+        meta=f"{SCORE_OUT}.meta.json",
+    log:
+        P("log", stage="score", name=SCORE_LOG),
+    benchmark:
+        P("benchmark", stage="score", name=SCORE_LOG)
+    priority: job_priority(SCORE_THREADS, SCORE_PRIORITY)
+    conda:
+        ENV
+    threads: SCORE_THREADS
+    resources:
+        gpu=CFG["score"]["gpus"],
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("score", checkpoint=w.checkpoint),
+        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+        cache=CACHE,
+        part=lambda w: w.get("part", "1-of-1").replace("-of-", "/"),
+    shell:
+        "python -m reranker score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
+        " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics} --qrels {input.qrels}"
+        " --part {params.part} --threads {threads} --out {output.scores} 2> {log}"
+
+
+if SCORE_PARTS > 1:
+
+    rule gather_scores:
+        """The score parts of one (collection, checkpoint), joined in order: the bytes of an unsharded run."""
+        input:
+            expand(
+                P("scores_part", first_stage=FIRST, k=K),
+                part=[f"{i}-of-{SCORE_PARTS}" for i in range(1, SCORE_PARTS + 1)],
+                allow_missing=True,
+            ),
+        output:
+            scores=P("scores", first_stage=FIRST, k=K),
+            meta=P("scores_meta", first_stage=FIRST, k=K),
+        log:
+            P("log", stage="score", name="{collection}.{checkpoint}.{unit}.gather"),
+        benchmark:
+            P("benchmark", stage="score", name="{collection}.{checkpoint}.{unit}.gather")
+        conda:
+            ENV
+        shell:
+            "python -m reranker score gather --parts {input} --out {output.scores} 2> {log}"
+
+
+rule fuse_birch:
+    """Birch: a*S_doc + (1-a)*sum w_i S_i over the top n sentences; a, w by k-fold CV on AP. Beside the run, its
+    evidence: the sentences behind every fused score (docs/evidence.md)."""
+    input:
+        run=P("trec_run", run=FIRST),
+        scores=P("scores", first_stage=FIRST, k=K, unit="sentences"),
+        qrels=P("qrels"),
+        folds=P("work_folds"),
+        segments=P("segments", first_stage=FIRST, k=K, unit="sentences"),
+        docs=P("docs"),
+    output:
+        run=P("trec_run", run="birch.{checkpoint}.{n}S"),
+        params=P("fusion_params"),
+        evidence=P("evidence", run="birch.{checkpoint}.{n}S"),
+    log:
+        P("log", stage="fuse", name="{collection}.{checkpoint}.{n}S"),
+    benchmark:
+        P("benchmark", stage="fuse", name="{collection}.{checkpoint}.{n}S")
+    conda:
+        ENV
+    params:
+        config=CONFIG_FILE,
+        settings=lambda w: settings("fuse", collection=w.collection, section="birch"),
+        id=collection_id,
+    shell:
+        "python -m reranker fuse birch --config {params.config} --collection {params.id} --run {input.run}"
+        " --scores {input.scores} --qrels {input.qrels} --folds {input.folds} --top-n {wildcards.n}"
+        " --segments {input.segments} --docs {input.docs} --evidence-out {output.evidence}"
+        " --out {output.run} --params-out {output.params} 2> {log}"
+
+
+rule aggregate:
+    """FirstP / MaxP / SumP / MeanP of unit scores, no first-stage interpolation."""
+    input:
+        run=P("trec_run", run=FIRST),
+        scores=P("scores", first_stage=FIRST, k=K),
+    output:
+        P("trec_run", run="{method}.{checkpoint}.{unit}"),
+    log:
+        P("log", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}"),
+    benchmark:
+        P("benchmark", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}")
+    conda:
+        ENV
+    shell:
+        "python -m reranker fuse aggregate --method {wildcards.method} --run {input.run}" " --scores {input.scores} --out {output} 2> {log}"
 
 
 rule birch_main_table:
@@ -11,7 +148,7 @@ rule birch_main_table:
     input:
         evals=spec_files("birch_main", "eval"),
         meta=BIRCH.score_metas(),
-        folds=[PATH("work_folds", collection=s) for s in EXP.target_slugs],
+        folds=[PATH("work_folds", collection=s) for s in BIRCH.target_slugs],
         checkpoints=spec_files("birch_main", "checkpoints"),
         sources=SOURCE_NUMBERS,
         spec=PATH("table_spec", table="birch_main"),
@@ -22,8 +159,8 @@ rule birch_main_table:
         tex=PATH("table_stem", table="birch_main") + ".tex",
         figure=figure_report(PATH("figure", figure="birch_main_per_query_ap"), "Birch"),
         numbers=PATH("numbers", table="birch_main"),
-        folds=[PATH("folds", collection=s) for s in EXP.target_slugs],
-        curves=[figure_report(curve, "Birch") for curve in BIRCH.curves()],
+        folds=[PATH("folds", collection=s) for s in BIRCH.target_slugs],
+        curves=[figure_report(curve, "Birch") for curve in BIRCH.copied_curves()],
         fusion=directory(PATH("fusion")),  # the chosen a, w per fold, copied beside the table
     log:
         PATH("log", stage="tables", name="birch_main"),
@@ -44,7 +181,7 @@ rule birch_main_table:
         command=CFG["run_command"],
         fusion_work=PATH("fusion_dir"),
         copy_curves=" && ".join(
-            f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.curves())
+            f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.copied_curves())
         )
         or "true",
         folds_dir=lambda w, output: os.path.dirname(output.folds[0]),

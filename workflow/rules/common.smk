@@ -10,8 +10,6 @@ P = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
 PATH = EXP.layout.path  # the same, filled
 ENV = "../../envs/reranker.yaml"  # for --use-conda / --sdm conda
 THREADS = CFG["threads"]
-FIRST = EXP.first_stage
-K = EXP.k
 
 
 wildcard_constraints:
