@@ -1,6 +1,8 @@
 """Each profile's DAG is the one stored at issue 61's base (tests/data/dag/, from tools/dag_jobs.py): same jobs,
-same outputs, same shell text. A refactor that changes a rule's shell makes Snakemake rerun that rule's jobs
-(and all below them) in every kept run folder; this test says which. Regenerate a snapshot only for a change
+same outputs, same shell text, params and inputs (as digests; tools/dag_trace.py reads them the way Snakemake's
+persistence does). A refactor that changes one of these makes Snakemake rerun that rule's jobs (and all below
+them) in every kept run folder; this test says which. Stored at issue 61's base (33da588) and checked equal
+after wp1b and wp3. Regenerate a snapshot only for a change
 that means to alter the DAG: `python tools/dag_jobs.py PROFILE --out tests/data/dag/PROFILE.json`."""
 
 from __future__ import annotations
@@ -16,18 +18,22 @@ sys.path.insert(0, str(REPO / "tools"))
 import dag_jobs  # noqa: E402
 
 
-def keyed(listing: list[dict]) -> dict[tuple, str]:
-    return {(j["rule"], *j["outputs"]): j["shell"] for j in listing}
+def keyed(listing: list[dict], field: str = "shell") -> dict[tuple, str]:
+    return {(j["rule"], *j["outputs"]): j.get(field) for j in listing}
 
 
 @pytest.mark.parametrize("profile", dag_jobs.PROFILES)
 def test_the_dag_is_the_stored_one(profile, tmp_path, birch_data):
-    stored = keyed(json.loads((REPO / "tests/data/dag" / f"{profile}.json").read_text()))
-    now = keyed(dag_jobs.jobs(profile, tmp_path / profile))
+    listing = json.loads((REPO / "tests/data/dag" / f"{profile}.json").read_text())
+    today = dag_jobs.jobs(profile, tmp_path / profile)
+    stored, now = keyed(listing), keyed(today)
     assert sorted(now.keys() - stored.keys())[:5] == [], "jobs the stored DAG lacks"
     assert sorted(stored.keys() - now.keys())[:5] == [], "jobs the DAG lost"
-    changed = [(key, stored[key], now[key]) for key in stored if now[key] != stored[key]]
-    assert changed[:3] == [], f"{len(changed)} jobs' shell text changed"
+    # Snakemake's rerun triggers beside mtimes: the shell text, the params' serialised form, the set of inputs
+    for field in ("shell", "params", "input"):
+        stored, now = keyed(listing, field), keyed(today, field)
+        changed = [(key, stored[key], now[key]) for key in stored if now[key] != stored[key]]
+        assert changed[:3] == [], f"{len(changed)} jobs' {field} changed"
 
 
 def test_a_listing_is_parsed_into_jobs():

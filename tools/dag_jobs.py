@@ -1,15 +1,17 @@
 """Every job of a profile's DAG as JSON: `python tools/dag_jobs.py PROFILE [--run-dir DIR] [--out FILE]`.
 
 One `snakemake -n -p --forceall` (a dry run: seconds, nothing written but the resolved config) lists each
-job's rule, outputs and shell command; the run folder, the repository and BIRCH_DATA are replaced by
-`{run_dir}`, `{repo}` and `{birch_data}`, so that two checkouts on two machines give the same file. A refactor
-that must leave the DAG alone (issue 61) compares this list with tests/data/dag/PROFILE.json: Snakemake
-reruns a job whose shell text changed, so an identical list means that no kept run folder reruns for it.
+job's rule, outputs and shell command, and (tools/dag_trace.py) digests of its params and inputs; the run
+folder, the repository and BIRCH_DATA are replaced by `{run_dir}`, `{repo}` and `{birch_data}`, so that two
+checkouts on two machines give the same file. A refactor that must leave the DAG alone (issue 61) compares
+this list with tests/data/dag/PROFILE.json: Snakemake reruns a job whose shell text, params or inputs
+changed, so an identical list means that no kept run folder reruns for it (mtimes aside).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -23,11 +25,13 @@ PROFILES = ("default", "quick", "paper")
 RULE = re.compile(r"^(?:local)?rule (\S+):$")
 
 
-def dry_run(profile: str, run_dir: Path) -> str:
-    args = [sys.executable, "-m", "snakemake", "-n", "-p", "--forceall", "--config", f"run_dir={run_dir}"]
+def dry_run(profile: str, run_dir: Path, trace: Path) -> str:
+    """The `-n -p` listing; each job's params and inputs go to `trace` (tools/dag_trace.py)."""
+    args = [sys.executable, str(REPO / "tools" / "dag_trace.py"), "-n", "-p", "--forceall", "--config", f"run_dir={run_dir}"]
     if profile != "default":
         args += ["--profile", f"workflow/profiles/{profile}"]
-    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    env = {**os.environ, "DAG_TRACE_OUT": str(trace)}
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     if done.returncode:
         raise SystemExit(f"dag_jobs: snakemake failed for {profile}:\n{done.stderr[-3000:]}")
     return done.stdout
@@ -57,7 +61,9 @@ def parse(text: str) -> list[dict]:
     return jobs
 
 
-def normalise(jobs: list[dict], run_dir: Path) -> list[dict]:
+def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[dict]:
+    """Paths as placeholders; with `traced` (dag_trace's rows), each job's params and inputs as one digest each
+    (the stored files stay small; a test names the jobs whose digest moved)."""
     places = [(str(run_dir), "{run_dir}"), (str(REPO), "{repo}")]
     if data := os.environ.get("BIRCH_DATA"):
         places.append((str(Path(data)), "{birch_data}"))
@@ -68,15 +74,25 @@ def normalise(jobs: list[dict], run_dir: Path) -> list[dict]:
             text = text.replace(path, name)
         return text
 
-    out = [{"rule": j["rule"], "outputs": [plain(o) for o in j["outputs"]], "shell": plain(j["shell"])} for j in jobs]
+    def digest(values: list[str]) -> str:
+        return hashlib.sha256(json.dumps([plain(v) for v in values]).encode()).hexdigest()[:16]
+
+    seen = {(row["rule"], *map(plain, row["outputs"])): row for row in traced}
+    out = []
+    for j in jobs:
+        job = {"rule": j["rule"], "outputs": [plain(o) for o in j["outputs"]], "shell": plain(j["shell"])}
+        if row := seen.get((job["rule"], *sorted(job["outputs"]))):
+            job["params"], job["input"] = digest(row["params"]), digest(row["input"])
+        out.append(job)
     return sorted(out, key=lambda j: (j["rule"], j["outputs"], j["shell"]))
 
 
 def jobs(profile: str, run_dir: Path | None = None) -> list[dict]:
-    if run_dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return jobs(profile, Path(tmp) / profile)
-    return normalise(parse(dry_run(profile, run_dir)), run_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = run_dir or Path(tmp) / profile
+        trace = Path(tmp) / "trace.json"
+        listing = parse(dry_run(profile, run_dir, trace))
+        return normalise(listing, run_dir, json.loads(trace.read_text()))
 
 
 def dump(listing: list[dict]) -> str:
