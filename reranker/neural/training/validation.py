@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ir_measures
 import torch
+from ir_measures import RR
 
 from reranker.neural.objectives import Objective
 from reranker.neural.training.encoding import Encoded, batched_logits
@@ -24,16 +26,21 @@ def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, de
 
 
 def reciprocal_ranks(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> dict[str, float]:
-    """Each query's reciprocal rank of its first judged-relevant pair, its pairs ranked by score (0 if none)."""
-    by_query: dict[str, list[tuple[float, bool]]] = {}
-    for qid, score, judged in zip(qids, scores, relevant):
-        by_query.setdefault(qid, []).append((score, judged))
-    reciprocal = {}
-    for qid, entries in by_query.items():
-        ranked = sorted(entries, key=lambda entry: -entry[0])
-        first = next((rank for rank, (_, judged) in enumerate(ranked, start=1) if judged), None)
-        reciprocal[qid] = 1 / first if first else 0.0
-    return reciprocal
+    """Each query's reciprocal rank of its first judged-relevant pair, its pairs ranked by score (0 if none), in
+    the order the queries first appear: ir_measures' RR (trec_eval's recip_rank, through pytrec_eval).
+
+    trec_eval breaks a tie of scores by docno, descending: pair i is document `10**9 - i`, so tied pairs keep
+    their order. It compares scores as 32-bit floats, which the scores here are (a float32 model's)."""
+    run: dict[str, dict[str, float]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    names: dict[str, str] = {}  # a query's id for trec_eval: its number (the qids here hold a tab)
+    for i, (qid, score, judged) in enumerate(zip(qids, scores, relevant)):
+        name, doc = names.setdefault(qid, str(len(names))), f"{10**9 - i:010d}"
+        run.setdefault(name, {})[doc] = float(score)
+        if judged:
+            qrels.setdefault(name, {})[doc] = 1
+    values = {metric.query_id: float(metric.value) for metric in ir_measures.pytrec_eval.iter_calc([RR], qrels, run)}
+    return {qid: values.get(name, 0.0) for qid, name in names.items()}  # a query with no relevant pair is not in qrels
 
 
 def mrr(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> float:
