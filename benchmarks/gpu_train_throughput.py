@@ -3,17 +3,17 @@ MiniLM-L6-, bert-base- (and BERT-Small-, bert-large-) shaped models with random 
 SciFact train pairs.
 
 Random weights: a step's speed depends on the shape, not on what the weights learned, and a GPU
-machine with no hub access can build them. Everything else is reranker.stages.train's: the model comes from
+machine with no hub access can build them. Everything else is the train stage's (reranker.neural.training): the model comes from
 models.load_classifier with the head the train stage gives that base (mean pooling for all-MiniLM-L6-v2,
-[CLS] for BERT), the pairs go through train.objective_for and train.pair_task (tokenised once,
+[CLS] for BERT), the pairs go through tasks.objective_for and tasks.pair_task (tokenised once,
 `[CLS] query [SEP] title text [SEP]`, the text truncated to `max_length`), and a step is
-train.Loop.optimise (collate, the loop's autocast (bf16 on a GPU), forward, loss, backward, gradient
-clipping, AdamW and the scheduler, `loss.item()`), on train.epoch_batches' length-bucketed batches of
+loop.Loop.optimise (collate, the loop's autocast (bf16 on a GPU), forward, loss, backward, gradient
+clipping, AdamW and the scheduler, `loss.item()`), on encoding.epoch_batches' length-bucketed batches of
 16, timed as Loop.epoch times it and counted by Loop.record.
 
 Per run (`SHAPE:MAX_LENGTH`), on one model and optimiser, in turn (`--variants`):
 
-* `train_stage`: as train() runs it, inside train.deterministic() (deterministic algorithms, warn_only);
+* `train_stage`: as train() runs it, inside resume.deterministic() (deterministic algorithms, warn_only);
   its warm-up steps (the first shapes, the allocator, kernel plans) are reported as `cold`;
 * `nondeterministic`: the same steps with torch.use_deterministic_algorithms(False): what determinism costs;
 * `cudnn_on` (GPU only): deterministic, with cuDNN's attention turned back on, as the stage ran before it
@@ -54,7 +54,13 @@ from gpu_throughput import SHAPES as SCORING_SHAPES  # noqa: E402 (the scoring b
 
 from reranker.core import hardware  # noqa: E402
 from reranker.neural import models
-from reranker.stages import train as tr  # noqa: E402
+from reranker.neural.batching import pad_id  # noqa: E402
+from reranker.neural.training.encoding import epoch_batches  # noqa: E402
+from reranker.neural.training.loop import Loop  # noqa: E402
+from reranker.neural.training.pairs import Examples, TrainingPair, pair_counts  # noqa: E402
+from reranker.neural.training.resume import deterministic  # noqa: E402
+from reranker.neural.training.settings import Source, TrainingConfig  # noqa: E402
+from reranker.neural.training.tasks import objective_for, pair_task  # noqa: E402
 
 SHAPES = {**SCORING_SHAPES, "bert-small": (4, 512, 8, 2048)}  # (layers, hidden, heads, intermediate)
 HEADS = {"minilm-l6": "mean_pooling"}  # the head the train stage gives all-MiniLM-L6-v2; BERT's: [CLS]
@@ -91,13 +97,13 @@ def random_model(shape: str, head: str, tokenizer_dir: Path, directory: Path) ->
     return directory
 
 
-def examples_of(rows: list[dict]) -> tuple[tr.Source, tr.Examples]:
+def examples_of(rows: list[dict]) -> tuple[Source, Examples]:
     """The rows as one source's training examples (no held-out queries: the loop skips its checks)."""
-    pairs = [tr.TrainingPair(r["qid"], r["doc_id"], int(r["label"]), int(r["label"])) for r in rows]
-    record = {"name": SOURCE, "levels": [0, 1], **tr.pair_counts(pairs, [])}
+    pairs = [TrainingPair(r["qid"], r["doc_id"], int(r["label"]), int(r["label"])) for r in rows]
+    record = {"name": SOURCE, "levels": [0, 1], **pair_counts(pairs, [])}
     nowhere = Path("-")
-    return (tr.Source(SOURCE, nowhere, nowhere, nowhere, nowhere),
-            tr.Examples(pairs, [], {r["qid"]: r["query"] for r in rows}, {r["doc_id"]: r["text"] for r in rows}, record))
+    return (Source(SOURCE, nowhere, nowhere, nowhere, nowhere),
+            Examples(pairs, [], {r["qid"]: r["query"] for r in rows}, {r["doc_id"]: r["text"] for r in rows}, record))
 
 
 def synchronize(device: torch.device) -> None:
@@ -115,13 +121,13 @@ def variant_context(variant: str, seed: int, device: torch.device) -> Iterator[N
         finally:
             torch.use_deterministic_algorithms(previous)
         return
-    with tr.deterministic(seed):  # as train() wraps the whole stage; it turns cuDNN's attention off
+    with deterministic(seed):  # as train() wraps the whole stage; it turns cuDNN's attention off
         if variant == "cudnn_on":
             torch.backends.cuda.enable_cudnn_sdp(True)  # deterministic() restores its own setting after
         yield
 
 
-def timed_steps(loop: tr.Loop, batches: Iterator[list[int]], count: int) -> dict:
+def timed_steps(loop: Loop, batches: Iterator[list[int]], count: int) -> dict:
     """`count` steps as Loop.epoch takes them: optimise, timed, then record."""
     seconds, pairs, tokens, padded, widths, loss = [], 0, 0, 0, set(), float("nan")
     for _ in range(count):
@@ -138,30 +144,30 @@ def timed_steps(loop: tr.Loop, batches: Iterator[list[int]], count: int) -> dict
     return {"seconds": seconds, "pairs": pairs, "tokens": tokens, "padded": padded, "widths": sorted(widths), "last_loss": loss}
 
 
-def endless_batches(loop: tr.Loop) -> Iterator[list[int]]:
+def endless_batches(loop: Loop) -> Iterator[list[int]]:
     """Epoch after epoch of the loop's bucketed batches, drawn by its own shuffler."""
     while True:
-        yield from tr.epoch_batches(loop.lengths, loop.config.batch_size, loop.shuffler, loop.config.bucketed)
+        yield from epoch_batches(loop.lengths, loop.config.batch_size, loop.shuffler, loop.config.bucketed)
 
 
 def build_loop(shape: str, max_length: int, head: str, rows: list[dict], tokenizer_dir: Path, device: torch.device,
-               batch_size: int, directory: Path) -> tuple[tr.Loop, torch.dtype, dict]:
+               batch_size: int, directory: Path) -> tuple[Loop, torch.dtype, dict]:
     """The train stage's loop at step 0 on a random model of the shape: load_classifier, objective_for,
     pair_task (tokenised once), Loop.begin; and what its setting up took."""
-    config = tr.TrainingConfig(batch_size=batch_size, max_length=max_length, device=str(device), epochs=1000.0)
+    config = TrainingConfig(batch_size=batch_size, max_length=max_length, device=str(device), epochs=1000.0)
     dtype = hardware.compute_dtype(hardware.resolve_precision(config.precision, device), device)
     source, example = examples_of(rows)
     started = time.perf_counter()
-    with tr.deterministic(config.seed):  # as train() loads and encodes
-        objective = tr.objective_for(config, [example], relevant_index=1)
+    with deterministic(config.seed):  # as train() loads and encodes
+        objective = objective_for(config, [example], relevant_index=1)
         classifier = models.load_classifier(str(random_model(shape, head, tokenizer_dir, directory / "base")),
                                             head=head, seed=config.seed, device=device, num_labels=objective.outputs)
         objective = dataclasses.replace(objective, relevant_index=classifier.relevant_index)
-        pad = tr.pad_id(classifier.tokenizer)
+        pad = pad_id(classifier.tokenizer)
         tick = time.perf_counter()
-        task = tr.pair_task(classifier, [source], [example], objective, config, pad, device, dtype, {})
+        task = pair_task(classifier, [source], [example], objective, config, pad, device, dtype, {})
         tokenise = time.perf_counter() - tick
-        loop = tr.Loop.begin(classifier.model, task, config, pad, device, dtype, directory / "ckpt", "gpu-benchmark")
+        loop = Loop.begin(classifier.model, task, config, pad, device, dtype, directory / "ckpt", "gpu-benchmark")
     from tqdm.auto import tqdm
 
     loop.bar = tqdm(disable=True)  # Loop.record updates it
@@ -217,14 +223,14 @@ def measure(shape: str, max_length: int, head: str, rows: list[dict], tokenizer_
 
 def determinism_check(shape: str, max_length: int, head: str, rows: list[dict], tokenizer_dir: Path,
                       device: torch.device, steps: int, batch_size: int) -> dict:
-    """The same `steps` steps twice from the same seed, as train() runs them (inside train.deterministic):
+    """The same `steps` steps twice from the same seed, as train() runs them (inside resume.deterministic):
     whether the losses and the weights come out bit-identical (what a resumed run relies on)."""
     losses, states = [], []
     for _ in range(2):
         with tempfile.TemporaryDirectory() as tmp:
             loop, _, _ = build_loop(shape, max_length, head, rows, tokenizer_dir, device, batch_size, Path(tmp))
             batches = endless_batches(loop)
-            with tr.deterministic(loop.config.seed):
+            with deterministic(loop.config.seed):
                 losses.append([loop.optimise(next(batches))[1] for _ in range(steps)])
             states.append({k: v.detach().float().cpu().clone() for k, v in loop.model.state_dict().items()})
             del loop
@@ -283,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": {"count": len(rows), "source": f"{SOURCE}: judged documents + 7 seeded non-relevant others per "
                   "positive, "
                   "title + abstract, in query id order"},
-        "step": "reranker.stages.train.Loop.optimise on train.epoch_batches (bucketed), as train() runs it; random weights",
+        "step": "reranker.neural.training.loop.Loop.optimise on encoding.epoch_batches (bucketed), as train() runs it; "
+                "random weights",
         "warmup_steps": args.warmup, "timed_steps": args.steps, "runs": {},
     }
     for shape, max_length, head in args.runs:

@@ -4,10 +4,10 @@ One run, one model (all-MiniLM-L6-v2 with the mean-pooled two-way head the train
 it, seeded), the same real SciFact train pairs for every path: for each query in id order, its
 judged documents and 7 documents drawn with the query id as seed, `[CLS] query [SEP] title text
 [SEP]` truncated to `--max-length` (192, the default's). A step is forward, backward, gradient
-clipping and an AdamW step on a batch of 16, as in reranker.stages.train. Paths:
+clipping and an AdamW step on a batch of 16, as in reranker.neural.training.loop. Paths:
 
 * `before`: the loop as it was (tokenised per batch, random batches padded to their longest pair, fp32);
-* `bucketed_fp32`: tokenised once, length-bucketed batches (reranker.stages.train.epoch_batches), fp32;
+* `bucketed_fp32`: tokenised once, length-bucketed batches (reranker.neural.training.encoding.epoch_batches), fp32;
 * `after`: the train stage's default: bucketed, and bf16 autocast with fp32 master weights where
   the CPU has bf16 arithmetic (AMX or avx512_bf16), else fp32 (and the JSON says so).
 
@@ -34,7 +34,9 @@ import torch
 
 from reranker.core import hardware
 from reranker.neural import models
-from reranker.stages import train as tr
+from reranker.neural.training.encoding import collate, encode_texts, epoch_batches
+from reranker.neural.training.loop import CLIP_NORM, optimizer_for
+from reranker.neural.training.settings import TrainingConfig
 
 REPO = Path(__file__).resolve().parent.parent
 BASE = "sentence-transformers/all-MiniLM-L6-v2"
@@ -82,22 +84,22 @@ class Path_:
         self.queries, self.texts, self.max_length = queries, texts, max_length
         self.targets = torch.tensor(labels)
         self.pretokenised, self.dtype = pretokenised, dtype
-        config = tr.TrainingConfig(learning_rate=1e-4)
-        self.optimizer = tr.optimizer_for(self.model, config)
+        config = TrainingConfig(learning_rate=1e-4)
+        self.optimizer = optimizer_for(self.model, config)
         self.encoded = None
         if pretokenised:
-            self.encoded = tr.encode_texts(tokenizer, queries, texts, self.targets, max_length)
+            self.encoded = encode_texts(tokenizer, queries, texts, self.targets, max_length)
         ids = self.encoded.ids if self.encoded else tokenizer(queries, texts, truncation="only_second",
                                                               max_length=max_length)["input_ids"]
         lengths = [len(one) for one in ids]
-        self.batches = tr.epoch_batches(lengths, BATCH, torch.Generator().manual_seed(seed), bucketed)
+        self.batches = epoch_batches(lengths, BATCH, torch.Generator().manual_seed(seed), bucketed)
         self.position, self.tokens, self.padded = 0, 0, 0
 
     def step(self) -> None:
         batch = self.batches[self.position % len(self.batches)]
         self.position += 1
         if self.pretokenised:
-            inputs = tr.collate(self.encoded, batch, 0, torch.device("cpu"))
+            inputs = collate(self.encoded, batch, 0, torch.device("cpu"))
         else:  # as the loop did before: the tokenizer pads each batch as it comes
             inputs = self.tokenizer([self.queries[i] for i in batch], [self.texts[i] for i in batch], padding=True,
                                     truncation="only_second", max_length=self.max_length, return_tensors="pt")
@@ -107,7 +109,7 @@ class Path_:
             logits = self.model(**inputs).logits
         loss = torch.nn.functional.cross_entropy(logits.float(), self.targets[batch])
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), tr.CLIP_NORM)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), CLIP_NORM)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
 

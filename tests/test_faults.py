@@ -36,6 +36,8 @@ from reranker.formats.unit_scores import read_unit_scores
 from reranker.neural import scoring
 from reranker.neural.models import load_classifier
 from reranker.neural.shards import shard_dir
+from reranker.neural.training.resume import is_complete, resume_path
+from reranker.neural.training.run import LOG_FILE, VALIDATION_FILE
 from reranker.reproduction import promote
 from reranker.stages import compare, fuse, segment, train
 from reranker.stages import score as sc
@@ -248,10 +250,10 @@ def test_train_resumes_from_its_last_state_after_a_full_disk(disk, collection, t
             "--select", "last", "--threads", "1"]
     # A state is about the weights' size (with a head's optimiser and the logs): one fits, the second beside it not.
     weights = (tiny_model_dir / "model.safetensors").stat().st_size
-    files = ["ckpt/model.safetensors", f"ckpt/{train.LOG_FILE}", f"ckpt/{train.VALIDATION_FILE}"]
+    files = ["ckpt/model.safetensors", f"ckpt/{LOG_FILE}", f"ckpt/{VALIDATION_FILE}"]
     _, err = full_then_freed(disk, in_process(train, argv, capsys), "train", files, size=weights * 3 // 2 // PAGE * PAGE)
-    assert f"resumed at step 1 of 2 from {train.resume_path(out)}" in err
-    assert not train.resume_path(out).exists() and train.is_complete(out)
+    assert f"resumed at step 1 of 2 from {resume_path(out)}" in err
+    assert not resume_path(out).exists() and is_complete(out)
 
 
 # ---------------------------------------------------------------- SIGKILL during a promote; two promotes at once

@@ -13,6 +13,7 @@ import yaml
 from safetensors.torch import load_file, save_file
 
 from reranker.core.flags import checked, overlay
+from reranker.neural.training.settings import DEFAULT_TRAINING, TrainingConfig
 from reranker.stages import score, train
 
 FILES = Path(__file__).parent / "bad_inputs" / "files"
@@ -24,9 +25,9 @@ def test_a_zero_the_schema_allows_is_kept_not_replaced_by_the_default():
                                       "--validation-fraction", "0"])
     flags = overlay({}, args, train.FLAGS)
     assert flags == {"warmup": 0, "weight_decay": 0, "seed": 0, "validation_fraction": 0}
-    config = train.TrainingConfig.from_mapping(flags)
+    config = TrainingConfig.from_mapping(flags)
     assert (config.warmup, config.weight_decay, config.seed, config.validation_fraction) == (0, 0, 0, 0)
-    assert train.DEFAULT_TRAINING.seed == 42 and train.DEFAULT_TRAINING.warmup > 0  # so not the defaults
+    assert DEFAULT_TRAINING.seed == 42 and DEFAULT_TRAINING.warmup > 0  # so not the defaults
 
 
 def test_flags_not_given_leave_the_settings_as_they_are():

@@ -10,7 +10,9 @@ from reranker.experiments import load_config
 from reranker.experiments.radboud import radboud_checkpoint
 from reranker.formats.errors import FormatError
 from reranker.neural import objectives, pretraining
-from reranker.stages.train import DEFAULT_TRAINING, Examples, candidate_pool, fold_training_queries, objective_for
+from reranker.neural.training.pairs import Examples, candidate_pool
+from reranker.neural.training.settings import DEFAULT_TRAINING, fold_training_queries
+from reranker.neural.training.tasks import objective_for
 from reranker.workflow.experiment import Experiment
 
 

@@ -1,4 +1,5 @@
-"""reranker.stages.train on SciFact (beir/scifact/train): real BM25 negatives, a real 2-layer MiniLM fine-tuned."""
+"""reranker.neural.training and the train stage on SciFact (beir/scifact/train): real BM25 negatives, a real
+2-layer MiniLM fine-tuned."""
 
 from __future__ import annotations
 
@@ -17,23 +18,11 @@ from reranker.formats.topics import read_topics_tsv, write_topics_tsv
 from reranker.neural import models
 from reranker.neural.batching import tokenize_pairs
 from reranker.neural.objectives import Objective
-from reranker.stages.train import (
-    LOG_FILE,
-    PLOT_FILE,
-    VALIDATION_FILE,
-    Encoded,
-    Source,
-    TrainingConfig,
-    batched_logits,
-    build_pairs,
-    epoch_batches,
-    load_source,
-    main,
-    read_qids,
-    train,
-    train_chain,
-    validation_queries,
-)
+from reranker.neural.training.encoding import Encoded, batched_logits, epoch_batches
+from reranker.neural.training.pairs import build_pairs, load_source, validation_queries
+from reranker.neural.training.run import LOG_FILE, PLOT_FILE, VALIDATION_FILE, train, train_chain
+from reranker.neural.training.settings import Source, TrainingConfig, read_qids
+from reranker.stages.train import main
 
 pytestmark = pytest.mark.slow
 
@@ -346,7 +335,8 @@ def test_passage_pairs_carry_their_documents_label(scifact, tiny_model_dir, tmp_
 def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact, tiny_model_dir, tmp_path):
     """positives best: of a relevant document's passages only the filter's top one stays (scored here on
     its own by the filter's two-way head), the others are left out; negatives all stay; the cap comes after."""
-    from reranker.stages.train import best_units, unit_document
+    from reranker.neural.training.pairs import unit_document
+    from reranker.neural.training.teacher import best_units
 
     source, _ = with_qids(scifact, split(scifact)[0][:20], tmp_path)
     config = TrainingConfig(**{**SHORT.as_dict(), "unit": "passages", "passage_length": 40, "passage_stride": 20,
@@ -371,7 +361,7 @@ def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact,
                                     torch.float32)
             log_odds = logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
             assert log_odds[units.index(pair.doc_id)] >= log_odds.max() - 1e-5
-    from reranker.stages.train import relevance_scores
+    from reranker.neural.training.teacher import relevance_scores
 
     assert relevance_scores(scorer, [], [], config.max_length, torch.float32).numel() == 0  # a split with no positives
     left_out = kept[0].record["positives_left_out"]["pairs"]
@@ -412,6 +402,26 @@ def test_head_only_training_leaves_the_encoder_as_it_was(scifact, tiny_model_dir
     assert changed and all(name.startswith("classifier") or ".pooler." in f".{name}" for name in changed)
     meta = models.read_meta(out)
     assert 0 < meta["trainable_parameters"] < meta["parameters"] / 100
+
+
+@pytest.mark.parametrize("task", ["mlm", "nsp"])
+def test_pre_training_reads_documents_alone_and_checks_on_held_out_ones(scifact, tiny_model_dir, tmp_path, task):
+    """task mlm (masked tokens) and nsp (sentence pairs) train on a source's documents, no judgments, and check on
+    the documents held out (masked-token accuracy; the pairs' MRR); a ranking fine-tune from a masked LM starts a
+    fresh head."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(scifact.docs.read_text().splitlines(keepends=True)[:40]))
+    source = Source("scifact-40", docs, scifact.topics, scifact.qrels, scifact.run)
+    config = TrainingConfig(**{**SHORT.as_dict(), "task": task, "max_pairs": 8, "max_length": 64})
+    out = train(str(tiny_model_dir), source, tmp_path / task, config)
+    meta = models.read_meta(out)
+    record, metric = meta["sources"][0], "accuracy" if task == "mlm" else "mrr"
+    assert meta["task"] == task and meta["complete"] and record["documents"] == 40 and meta["pairs"] == 8
+    assert 0 <= meta["validation"][metric] <= 1 and meta["validation"]["pairs"] == 8 and (out / PLOT_FILE).exists()
+    if task == "mlm":
+        assert record["masked_tokens"] > 0
+        ranked = models.read_meta(train(str(out), scifact, tmp_path / "ranked", SHORT))
+        assert ranked["fresh_head"] and ranked["task"] == "rank" and ranked["base"] == str(out)
 
 
 def test_a_distilled_student_learns_its_teachers_logits(scifact, tiny_model_dir, tmp_path):
@@ -491,7 +501,9 @@ def test_calibration_fits_a_logistic_regression_on_the_labels():
 def test_a_carried_head_ranks_as_the_two_way_head_did(scifact, tiny_model_dir, tmp_path):
     """head_from: a regression head starts as an affine map of the two-way head's log-odds (the same
     ranking, fitted to squared error); a two-way objective gets the two-way head itself."""
-    from reranker.stages.train import batched_logits, carry_head, encode, load_task
+    from reranker.neural.training.encoding import batched_logits, encode
+    from reranker.neural.training.heads import carry_head
+    from reranker.neural.training.tasks import load_task
 
     cpu, donor_dir = torch.device("cpu"), str(tiny_model_dir)
     donor = models.load_classifier(donor_dir, seed=3)  # its seeded two-way head
@@ -526,7 +538,7 @@ def test_a_killed_training_resumes_from_its_last_check_and_ends_bit_identical(sc
     import sys
     import time
 
-    from reranker.stages.train import is_complete, resume_path
+    from reranker.neural.training.resume import is_complete, resume_path
 
     source, qids_file = with_qids(scifact, split(scifact)[0][:60], tmp_path)
     files = f"{scifact.docs}:{scifact.topics}:{scifact.qrels}:{scifact.run}"
@@ -566,20 +578,20 @@ def test_queries_too_long_for_max_length_are_left_out_with_a_record(tiny_model_d
     from transformers import AutoTokenizer
 
     from reranker.formats.errors import InputError
-    from reranker.stages.train import Examples, TrainingPair, _without_long_queries
+    from reranker.neural.training.pairs import Examples, TrainingPair, without_long_queries
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     topics = {"1": "short query", "2": " ".join(["word"] * 60)}
     pairs = [TrainingPair(q, d, label) for q in ("1", "2") for d, label in (("a", 1), ("b", 0))]
     example = Examples(pairs, [TrainingPair("2", "c", 1)], topics, {}, {})
     source = Source("tiny", tmp_path, tmp_path / "topics.tsv", tmp_path, tmp_path)
-    kept = _without_long_queries(tokenizer, source, example, max_length=48)
+    kept = without_long_queries(tokenizer, source, example, max_length=48)
     assert [p.qid for p in kept.pairs] == ["1", "1"] and kept.validation == []
     assert kept.record["long_queries_left_out"] == {"qids": ["2"], "pairs": 2, "validation_pairs": 1}
     assert "long_queries_left_out" not in example.record  # the caller's examples are left as they were
-    assert _without_long_queries(tokenizer, source, example, max_length=128) is example  # all fit: unchanged
+    assert without_long_queries(tokenizer, source, example, max_length=128) is example  # all fit: unchanged
     with pytest.raises(InputError, match="every training query leaves less than 16 tokens"):
-        _without_long_queries(tokenizer, source, example._replace(pairs=pairs[2:]), max_length=48)
+        without_long_queries(tokenizer, source, example._replace(pairs=pairs[2:]), max_length=48)
 
 
 def test_the_checkpoint_records_the_queries_left_out_for_length(scifact, tiny_model_dir, tmp_path):

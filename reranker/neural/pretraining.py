@@ -1,4 +1,5 @@
-"""Pre-training data from a corpus alone (no judgments): masked-language-model and next-sentence examples.
+"""Pre-training from a corpus alone (no judgments): masked-language-model and next-sentence examples, a
+source's documents as training tasks read them, and the masked-LM loss and held-out pass.
 
 Used by the train stage's `task: mlm` and `task: nsp` (Verbrugge 2021's inductive transfer). Documents
 are split by a seeded `pretrain_fraction` into training and held-out documents, so held-out token
@@ -22,7 +23,14 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import torch
+
+from reranker.formats.docs import iter_docs
 from reranker.formats.errors import InputError
+from reranker.formats.text import file_sha256
+from reranker.neural.training.encoding import Encoded, collate
+from reranker.neural.training.pairs import Examples, TrainingPair, capped
+from reranker.neural.training.settings import Source, TrainingConfig
 
 NSP_PAIRS = ("random_sentence", "all_sentences", "title_half", "title_all")
 SPAN = 3  # tokens per masked run with consecutive masking
@@ -129,3 +137,80 @@ def nsp_pairs(documents: Mapping[str, tuple[str, str]], construction: str, seed:
 def parts_title(parts: Sequence[str]) -> str:
     """A document without a title: its first sentence stands in."""
     return parts[0]
+
+
+def _corpus(source: Source) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
+    """All documents of a source, and the record of what a pre-training checkpoint read."""
+    docs = {doc.doc_id: (doc.title, doc.text) for _, doc in iter_docs(source.docs)}
+    record = {"name": source.name, "files": {"docs": str(source.docs)}, "sha256": {"docs": file_sha256(source.docs)},
+              "train_qids": None, "relevant_min_grade": None, "documents": len(docs)}
+    return docs, record
+
+
+def load_nsp_source(source: Source, config: TrainingConfig) -> Examples:
+    """Next-sentence pairs of a source's documents: pairs from `pretrain_fraction` of them, validation from the rest."""
+    docs, record = _corpus(source)
+    trained, held = split_documents(list(docs), config.pretrain_fraction, config.seed)
+    texts: dict[str, str] = {}
+
+    def as_pairs(doc_ids: Sequence[str]) -> list[TrainingPair]:
+        pairs = []
+        for number, pair in enumerate(nsp_pairs({d: docs[d] for d in doc_ids}, config.nsp_pairs, config.seed)):
+            first, second = f"{pair.doc_id}/{number}/a", f"{pair.doc_id}/{number}/b"
+            texts[first], texts[second] = pair.first, pair.second
+            pairs.append(TrainingPair(first, second, pair.label, pair.label))
+        return pairs
+
+    pairs, validation = capped(as_pairs(trained), config), capped(as_pairs(held), config)
+    record.update(pairs=len(pairs), positives=sum(p.label for p in pairs), validation_pairs=len(validation),
+                  nsp_pairs=config.nsp_pairs, levels=[0, 1])
+    return Examples(pairs, validation, texts, texts, record)
+
+
+def load_mlm_source(source: Source, config: TrainingConfig, tokenizer: Any) -> Examples:
+    """A source's documents, masked: `pretrain_fraction` to train on, the rest held out (Encoded, not pairs)."""
+    docs, record = _corpus(source)
+    trained, held = split_documents(list(docs), config.pretrain_fraction, config.seed)
+
+    def masked(doc_ids: Sequence[str], offset: int) -> Encoded:
+        texts = [" ".join(part for part in docs[d] if part) for d in doc_ids]
+        result = mask_tokens(tokenizer, texts, config.max_length, config.mask_probability, config.consecutive_masking,
+                             config.seed + offset)
+        return Encoded(result.ids, [[0] * len(ids) for ids in result.ids], torch.empty(0), list(doc_ids),
+                       token_labels=result.labels)
+
+    train_part, held_part = masked(capped(trained, config), 0), masked(capped(held, config), 1)
+    record.update(pairs=len(trained), validation_pairs=len(held), mask_probability=config.mask_probability,
+                  consecutive_masking=config.consecutive_masking,
+                  masked_tokens=sum(label != IGNORE for labels in train_part.token_labels for label in labels))
+    return Examples(train_part, held_part, {}, {}, record)
+
+
+def _padded_labels(encoded: Encoded, rows: Sequence[int], device: torch.device) -> torch.Tensor:
+    width = max(len(encoded.token_labels[i]) for i in rows)
+    return torch.tensor([encoded.token_labels[i] + [IGNORE] * (width - len(encoded.token_labels[i])) for i in rows],
+                        device=device)
+
+
+def masked_lm_loss(logits: torch.Tensor, encoded: Encoded, rows: Sequence[int], device: torch.device) -> torch.Tensor:
+    labels = _padded_labels(encoded, rows, device)
+    return torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+
+
+def validate_masked_lm(model: Any, encoded: Encoded, pad_id: int, device: torch.device, dtype: torch.dtype,
+                       batch_size: int = 64) -> dict[str, float]:
+    """Held-out masked-LM loss and token accuracy (the share of masked tokens predicted exactly)."""
+    was_training = model.training
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        for start in range(0, len(encoded.ids), batch_size):
+            rows = list(range(start, min(start + batch_size, len(encoded.ids))))
+            logits = model(**collate(encoded, rows, pad_id, device)).logits.float()
+            labels = _padded_labels(encoded, rows, device)
+            kept = labels != IGNORE
+            total_loss += float(torch.nn.functional.cross_entropy(logits[kept], labels[kept], reduction="sum"))
+            correct += int((logits[kept].argmax(dim=-1) == labels[kept]).sum())
+            count += int(kept.sum())
+    model.train(was_training)
+    return {"loss": total_loss / max(count, 1), "accuracy": correct / max(count, 1)}
