@@ -13,6 +13,7 @@ from scipy import stats
 from reranker.core.registry import CORRECTIONS
 from reranker.formats.runs import write_run
 from reranker.report import notes
+from reranker.report.results_table import add_system
 from reranker.report.table import SIGNIFICANT, SOURCE_COLUMN, Table, write_numbers
 from reranker.reproduction import significance
 from reranker.reproduction.significance import paired_ttest
@@ -70,9 +71,9 @@ def test_table_marks_significant_rows_in_every_format(tmp_path):
     measures = ["AP@1000", "P@20", "nDCG@20"]
     table = Table("test", ["synthetic"], measures)
     baseline = evaluate(base, qrels, measures)
-    tables.add_system(table, "baseline", "synthetic", baseline)
-    tables.add_system(table, "better", "synthetic", evaluate(better, qrels, measures), baseline)
-    tables.add_system(table, "one query better", "synthetic", evaluate(slightly, qrels, measures), baseline)
+    add_system(table, "baseline", "synthetic", baseline)
+    add_system(table, "better", "synthetic", evaluate(better, qrels, measures), baseline)
+    add_system(table, "one query better", "synthetic", evaluate(slightly, qrels, measures), baseline)
     assert table.marks.get(("better", "synthetic", "AP@1000")) == SIGNIFICANT
     assert ("one query better", "synthetic", "AP@1000") not in table.marks
     assert ("baseline", "synthetic", "AP@1000") not in table.marks
@@ -623,8 +624,8 @@ def _table_with_source(tmp_path):
     base, better, qrels = runs_and_qrels()
     table = Table("test", ["synthetic"], MEASURES)
     baseline = evaluate(base, qrels, MEASURES)
-    tables.add_system(table, "baseline", "synthetic", baseline)
-    tables.add_system(table, "better", "synthetic", evaluate(better, qrels, MEASURES), baseline)
+    add_system(table, "baseline", "synthetic", baseline)
+    add_system(table, "better", "synthetic", evaluate(better, qrels, MEASURES), baseline)
     (tmp_path / "sources.yaml").write_text(SOURCE_YAML)
     table.source = read_source_numbers(tmp_path / "sources.yaml")["t"]
     return table

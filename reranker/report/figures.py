@@ -3,6 +3,8 @@
 - `ranks`: where each query's first relevant document lands in a run's top R: what MRR@10 and R@10 compress.
 - `curves`: training and held-out loss against step per checkpoint, with the label prior the loss must beat.
 - `sweep`: measures against a swept number (e.g. the candidates R) per system, one panel per measure.
+- `per_query_difference_figure`: per collection, the best row's per-query AP minus the baseline's (`tables results
+  --figure`).
 
 Each can store its numbers with provenance (`--numbers`), as the tables do.
 """
@@ -20,7 +22,7 @@ from typing import Any
 from reranker.core.provenance import provenance
 from reranker.formats.atomic import atomic_write, write_json
 from reranker.formats.errors import FormatError
-from reranker.formats.evaluations import read_evaluation
+from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
 from reranker.formats.table_spec import read_spec
@@ -31,8 +33,8 @@ EMA_ALPHA = 0.05
 DPI = 130
 
 
-def add_figure_parsers(sub: argparse._SubParsersAction) -> None:
-    """`tables figure ranks|curves|sweep`, beside `tables results`."""
+def add_figure_parsers(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """`tables figure ranks|curves|sweep`, beside `tables results`; the `figure` parser."""
     figure = sub.add_parser("figure", help="figures from runs, checkpoints or evaluations (ranks, curves, sweep)")
     kinds = figure.add_subparsers(dest="figure", required=True)
     ranks = kinds.add_parser("ranks", help="rank of each query's first relevant document in the top R, per run")
@@ -58,6 +60,7 @@ def add_figure_parsers(sub: argparse._SubParsersAction) -> None:
         command.add_argument("--numbers", help="also store the figure's numbers with their provenance (JSON)")
         command.add_argument("--title", default="")
         command.add_argument("--command", default="", help="the command that produced the figure, for provenance")
+    return figure
 
 
 def run_figure(args: argparse.Namespace) -> list[Path]:
@@ -349,6 +352,36 @@ def sweep_figure(numbers: Mapping[str, Mapping[str, Mapping[str, float]]], measu
     if title:
         fig.suptitle(title, fontsize=9)
     _save(fig, path)
+
+
+def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
+                                path: str | os.PathLike, measure: str = "AP@1000") -> dict[str, str]:
+    """Per collection, the best row's per-query `measure` minus the baseline's, sorted: where it helps and hurts."""
+    plt = _pyplot()
+    groups = list(dict.fromkeys(g for g, _, _ in entries))
+    best: dict[str, tuple[str, Evaluation]] = {}
+    baselines: dict[str, Evaluation] = {}
+    for group, row, evaluation in entries:
+        if row == baseline_row:
+            baselines[group] = evaluation
+        elif group not in best or evaluation.aggregate[measure] > best[group][1].aggregate[measure]:
+            best[group] = (row, evaluation)
+    groups = [g for g in groups if g in best and g in baselines]
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(4.2 * max(len(groups), 1), 3.4), squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        row, evaluation = best[group]
+        base = baselines[group].per_query[measure]
+        deltas = sorted(evaluation.per_query[measure][q] - base[q] for q in base if q in evaluation.per_query[measure])
+        colours = ["#2b8cbe" if d > 0 else "#e34a33" if d < 0 else "#999999" for d in deltas]
+        ax.bar(range(len(deltas)), deltas, width=1.0, color=colours)
+        ax.axhline(0, color="black", linewidth=0.6)
+        wins, losses = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
+        ax.set_title(f"{group}\n{row}", fontsize=9)
+        ax.set_xlabel(f"queries (sorted); {wins} better, {losses} worse", fontsize=8)
+        ax.set_ylabel(f"{MEASURE_LABELS.get(measure, measure)} - {baseline_row}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    _save(fig, path)
+    return {group: best[group][0] for group in groups}
 
 
 def _pyplot():

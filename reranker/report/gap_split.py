@@ -193,8 +193,9 @@ def run_split(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     split_parser = sub.add_parser("split", help="the gap to a source split into first stage and reranker (reranker.report.gap_split)")
+    split_parser.set_defaults(handler=run_split)
     split_parser.add_argument("--numbers", help="a results table's numbers JSON (tables results --numbers)")
     split_parser.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml)")
     split_parser.add_argument("--source-table", help="the table's id in --sources (default: --numbers' name)")

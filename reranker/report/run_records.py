@@ -22,7 +22,7 @@ from reranker.core.provenance import provenance
 from reranker.formats.atomic import write_json
 from reranker.formats.benchmarks import busy_seconds, read_benchmarks, union_seconds
 from reranker.report.labels import TableError
-from reranker.report.table import Table, add_output_arguments, write_numbers
+from reranker.report.table import Table, add_output_arguments, write_outputs
 
 # A job's timestamp line in a Snakemake log, without its line end (callers add `$` or `\n`), and how to
 # read it (local time, as Snakemake writes it).
@@ -156,10 +156,11 @@ def part_wall_clock(logs: Sequence[str | os.PathLike], match: str) -> dict:
             "jobs": len(spans), "jobs_by_rule": dict(sorted(rules.items())), "snakemake_logs": [Path(log).name for log in logs]}
 
 
-def main_wall_clock(argv: list[str]) -> int:
-    """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made."""
-    parser = argparse.ArgumentParser(prog="python -m reranker tables wallclock",
-                                     description="the wall clock of a finished Snakemake run, from its log")
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """`tables wallclock` and `tables resources`, each running its function (`args.handler`)."""
+    parser = sub.add_parser("wallclock", help="the wall clock of a finished Snakemake run, from its logs",
+                            description="the wall clock of a finished Snakemake run, from its log")
+    parser.set_defaults(handler=record_wall_clock)
     parser.add_argument("--log", required=True, action="append",
                         help=".snakemake/log/*.snakemake.log of the run; one per stretch of a resumed run (runs/<profile>/logs/)")
     parser.add_argument("--part", metavar="REGEX",
@@ -167,7 +168,36 @@ def main_wall_clock(argv: list[str]) -> int:
                              "(e.g. 'radboud|segment_documents'), over every --log")
     parser.add_argument("--out", required=True, help="JSON to write (kept as it is when the run did no job)")
     parser.add_argument("--command", default="", help="the command that was timed")
-    args = parser.parse_args(argv)
+    parser = sub.add_parser("resources", help="what every stage of a run cost, from Snakemake's benchmarks",
+                            description="time, memory, pairs/s and GPU use per stage and collection of one run")
+    parser.set_defaults(handler=write_resources)
+    parser.add_argument("--run-dir", required=True, help="the run folder: its benchmarks/ and work/ are read")
+    parser.add_argument("--wall-clock", help="numbers/run.json of the finished run (`tables wallclock`): compared with the jobs' time")
+    parser.add_argument("--caption", default="What every stage cost")
+    parser.add_argument("--checkpoint-groups", nargs="*", default=[], metavar="PREFIX",
+                        help="one row for all train jobs of checkpoints named PREFIX... (a paper's per-fold ones)")
+    add_output_arguments(parser)
+
+
+def parsed(command: str, argv: list[str]) -> argparse.Namespace:
+    """`argv` of `tables COMMAND` (wallclock, resources) parsed as the tables stage parses it."""
+    parser = argparse.ArgumentParser(prog="python -m reranker tables")
+    add_parsers(parser.add_subparsers(dest="kind", required=True))
+    return parser.parse_args([command, *argv])
+
+
+def main_wall_clock(argv: list[str]) -> int:
+    """`tables wallclock` from Python (reranker.workflow.finish)."""
+    return record_wall_clock(parsed("wallclock", argv))
+
+
+def main_resources(argv: list[str]) -> int:
+    """`tables resources` from Python (reranker.workflow.finish)."""
+    return write_resources(parsed("resources", argv))
+
+
+def record_wall_clock(args: argparse.Namespace) -> int:
+    """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made."""
     if args.part:
         try:
             timing = part_wall_clock(args.log, args.part)
@@ -276,17 +306,8 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
     return table
 
 
-def main_resources(argv: list[str]) -> int:
+def write_resources(args: argparse.Namespace) -> int:
     """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks."""
-    parser = argparse.ArgumentParser(prog="python -m reranker tables resources",
-                                     description="time, memory, pairs/s and GPU use per stage and collection of one run")
-    parser.add_argument("--run-dir", required=True, help="the run folder: its benchmarks/ and work/ are read")
-    parser.add_argument("--wall-clock", help="numbers/run.json of the finished run (`tables wallclock`): compared with the jobs' time")
-    parser.add_argument("--caption", default="What every stage cost")
-    parser.add_argument("--checkpoint-groups", nargs="*", default=[], metavar="PREFIX",
-                        help="one row for all train jobs of checkpoints named PREFIX... (a paper's per-fold ones)")
-    add_output_arguments(parser)
-    args = parser.parse_args(argv)
     from reranker.core.hardware import machine
 
     run_dir = Path(args.run_dir)
@@ -297,16 +318,12 @@ def main_resources(argv: list[str]) -> int:
     metas = resource_metas(run_dir / "work", args.checkpoint_groups)
     found = machine()
     table = resources_table(jobs, list(metas.values()), found, args.caption, wall_clock, args.checkpoint_groups)
-    written = table.write(args.out, args.formats)
-    if args.numbers:
-        columns = list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS)
-        # the models whose training and scoring the rows time, as in the results tables' provenance
-        models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
-                  for path, (_, _, meta) in metas.items()}
-        extra = {"benchmarks": len(jobs), "machine": found, "models": models}
-        inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
-        write_numbers(table, args.numbers, provenance(args.command, inputs, extra), machine_dependent=columns)
-        written.append(Path(args.numbers))
+    # the models whose training and scoring the rows time, as in the results tables' provenance
+    models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
+              for path, (_, _, meta) in metas.items()}
+    inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
+    written = write_outputs(table, args, inputs, lambda: {"benchmarks": len(jobs), "machine": found, "models": models},
+                            machine_dependent=list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS))
     for path in written:
         print(path)
     return 0

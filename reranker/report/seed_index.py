@@ -78,9 +78,11 @@ def index(seeds: Mapping, run_dir: Path, command: str = "") -> str:
     return "\n".join(lines)
 
 
-def main_index(argv: list[str]) -> int:
-    """The run's README: every seed table of the three works, our file, its command, and every claim's verdict."""
-    parser = argparse.ArgumentParser(prog="python -m reranker tables index", description=main_index.__doc__)
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`tables index`, running `write_index` (`args.handler`)."""
+    parser = sub.add_parser("index", help="the run's README: every seed table, our files, every claim's verdict",
+                            description=write_index.__doc__)
+    parser.set_defaults(handler=write_index)
     parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
     parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
     parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
@@ -89,7 +91,10 @@ def main_index(argv: list[str]) -> int:
     parser.add_argument("--catalog", help="the tables, rows and columns some configuration makes, which every claim's names "
                                           "must be among (reranker.formats.catalog; default: table_catalog.json beside --seeds, "
                                           "where there is one)")
-    args = parser.parse_args(argv)
+
+
+def write_index(args: argparse.Namespace) -> int:
+    """The run's README: every seed table of the three works, our file, its command, and every claim's verdict."""
     # a ClaimError is an input error: `tables` reports it in one line (its main's exits_on_input_error)
     text = index(load_seeds(args.seeds, args.sources, args.catalog), Path(args.run_dir), args.command)
     write_text(args.out, text)

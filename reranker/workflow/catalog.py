@@ -35,7 +35,7 @@ def configurations() -> list[tuple[str, ...]]:
 
 
 def table_entry(spec: dict[str, list[dict]]) -> dict[str, set[str]]:
-    """A table's groups, rows and columns as its spec's records make them (reranker.stages.tables builds the same)."""
+    """A table's groups, rows and columns as its spec's records make them (reranker.report.results_table builds the same)."""
     entry: dict[str, set[str]] = {field: set() for field in FIELDS}
     for record in spec.get("eval", []):
         entry["groups"].add(record["group"])

@@ -1,0 +1,177 @@
+"""The results table (`tables results`): systems x collections x measures from saved evaluations, each cell
+marked where a paired t-test against a baseline row passes; extra columns read from JSON files the suite wrote
+(checkpoint meta, throughput); summary rows of mean ± sample standard deviation; the provenance records of the
+models and checkpoints behind the rows. `write_results` makes the table's files from a spec's records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from reranker.formats.evaluations import Evaluation, read_evaluation
+from reranker.formats.table_spec import Spec
+from reranker.report.figures import per_query_difference_figure
+from reranker.report.labels import TableError
+from reranker.report.notes import checkpoint_note, folds_note
+from reranker.report.table import SECOND_SIGNIFICANT, SIGNIFICANT, Table, Value, add_notes_and_source, write_outputs
+from reranker.reproduction.significance import CORRECTIONS, paired_ttest
+
+
+def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
+               baseline: Evaluation | None = None, alpha: float = 0.05, second: Evaluation | None = None) -> None:
+    """Add one system's aggregate values; mark cells that differ from `baseline` (and `second`: ‡) at p < alpha,
+    uncorrected (`Table.correct` redoes the marks with a correction once every system is in)."""
+    for measure in table.measures:
+        if measure not in evaluation.aggregate:
+            continue
+        mark, tests = "", {}
+        for reference, symbol in ((baseline, SIGNIFICANT), (second, SECOND_SIGNIFICANT)):
+            if reference is not None and measure in reference.per_query:
+                _, p, _ = paired_ttest(evaluation.per_query[measure], reference.per_query[measure])
+                tests[symbol] = p
+                mark += symbol if p < alpha else ""
+        table.add(row, group, measure, evaluation.aggregate[measure], mark)
+        if measure in evaluation.per_query:
+            table.per_query[(row, group, measure)] = dict(evaluation.per_query[measure])
+        if tests:
+            table.pvalues[(row, group, measure)] = tests
+
+
+def json_value(path: str | os.PathLike, key: str, cache: dict[str, object] | None = None) -> Value:
+    """The number or string at dotted `key` of a JSON file (list items by index); TableError naming both if absent."""
+    cache = {} if cache is None else cache
+    if str(path) not in cache:
+        try:
+            cache[str(path)] = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise TableError(f"{path}: no such file (wanted key {key!r})") from None
+        except (OSError, json.JSONDecodeError) as err:
+            raise TableError(f"{path}: cannot read it as JSON ({err}; wanted key {key!r})") from None
+    node = cache[str(path)]
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            found = f"; it has {', '.join(map(str, node))}" if isinstance(node, dict) else ""
+            raise TableError(f"{path}: no key {key!r} (missing {'.'.join(parts[:i + 1])!r}{found})")
+    if isinstance(node, dict | list):
+        raise TableError(f"{path}: key {key!r} holds a {type(node).__name__}, not a number or string")
+    return str(node).lower() if isinstance(node, bool) else node
+
+
+def value_cells(values: Sequence[Mapping], formats: Sequence[Mapping]) -> tuple[list[tuple[str, str, Value]], dict[str, str], list[str]]:
+    """Value and value-format records (reranker.formats.table_spec): the cells, the formats, the files read.
+
+    Everything is checked here, before any output is written."""
+    cells, files, cache = [], [], {}
+    for record in values:
+        cells.append((record["row"], record["column"], json_value(record["path"], record["key"], cache)))
+        files.append(record["path"])
+    specs = {}
+    for record in formats:
+        column, fmt = record["column"], record["format"]
+        if column not in {c for _, c, _ in cells}:
+            raise TableError(f"--value-format {column}:{fmt}: no --value fills column {column!r}")
+        specs[column] = fmt
+    for row, column, value in cells:
+        if column in specs and isinstance(value, int | float):
+            try:
+                format(value, specs[column])
+            except ValueError as err:
+                raise TableError(f"--value-format {column}:{specs[column]}: cannot format {value!r} of row {row!r} ({err})") from None
+    return cells, specs, files
+
+
+def read_entries(records: Sequence[Mapping]) -> tuple[list[tuple[str, str, Evaluation]], list[str]]:
+    """The `eval` records' (group, row, evaluation), and the files behind them (each evaluation and its run)."""
+    entries, inputs = [], []
+    for record in records:
+        group, row, path = record["group"], record["row"], record["path"]
+        evaluation = read_evaluation(path)
+        entries.append((group, row, evaluation))
+        inputs += [path] + [p for p in evaluation.source.values() if Path(p).exists()]
+    return entries, inputs
+
+
+def results_table(entries: Sequence[tuple[str, str, Evaluation]], measures: Sequence[str], *, caption: str,
+                  row_header: str, bold: bool, baseline_row: str | None, second_row: str | None, alpha: float,
+                  correction: str) -> Table:
+    """Rows of systems against each group's measures, marked against `baseline_row` (†) and `second_row` (‡) at
+    p < alpha after `correction`, with a note saying so where there is a baseline."""
+    groups = list(dict.fromkeys(g for g, _, _ in entries))
+    table = Table(caption, groups, list(measures), row_header=row_header, bold_best=bold)
+    baselines = {g: e for g, r, e in entries if r == baseline_row}
+    seconds = {g: e for g, r, e in entries if r == second_row}
+    table.references = {symbol: row for symbol, row in ((SIGNIFICANT, baseline_row), (SECOND_SIGNIFICANT, second_row)) if row}
+    for group, row, evaluation in entries:
+        add_system(table, row, group, evaluation, baselines.get(group) if row != baseline_row else None,
+                   alpha=alpha, second=seconds.get(group) if row not in (second_row, baseline_row) else None)
+    table.correct(correction, alpha)
+    return table
+
+
+def significance_note(baseline_row: str, second_row: str | None, alpha: float, correction: str) -> str:
+    """What the marks mean: the test, the rows they test against, the correction."""
+    return (f"{SIGNIFICANT} p < {alpha:g}, two-sided paired t-test against {baseline_row}"
+            + (f"; {SECOND_SIGNIFICANT} against {second_row}" if second_row else "")
+            + f"; {CORRECTIONS[correction].phrase}.")
+
+
+def models_record(meta_paths: Sequence[str | os.PathLike]) -> dict[str, dict]:
+    """Per score or checkpoint meta file, the model fields that identify it (for the numbers' provenance)."""
+    models = {}
+    for path in meta_paths:
+        meta = json.loads(Path(path).read_text())
+        models[str(path)] = {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
+    return models
+
+
+def checkpoints_record(trained: Mapping[str, Sequence[Mapping]]) -> dict[str, dict | list[dict]]:
+    """Per label, its checkpoint's fingerprint, steps, pairs, validation, precision and seconds (a list: one per fold)."""
+    fields = ("fingerprint", "steps", "pairs", "validation", "precision", "seconds")
+    return {label: [{key: meta.get(key) for key in fields} for meta in metas]
+            if len(metas) > 1 else {key: metas[0].get(key) for key in fields}
+            for label, metas in trained.items()}
+
+
+def write_results(args: argparse.Namespace, cells: Spec) -> list[Path]:
+    """`tables results`: the table of the spec's records (`eval`, `value`, `value_format`, `summary_row`,
+    `checkpoints`, `note`), its per-query figure (--figure), its files and its numbers; the paths written."""
+    values, value_formats, inputs = value_cells(cells["value"], cells["value_format"])  # before writing anything
+    entries, read = read_entries(cells["eval"])
+    inputs += read
+    table = results_table(entries, args.measures, caption=args.caption, row_header=args.row_header, bold=not args.no_bold,
+                          baseline_row=args.baseline_row, second_row=args.second_baseline_row, alpha=args.alpha,
+                          correction=args.correction)
+    for record in cells["summary_row"]:
+        table.add_summary(record["label"], record["rows"])
+    for row, column, value in values:
+        table.add_value(row, column, value)
+    table.extra_formats.update(value_formats)
+    if args.baseline_row:
+        table.notes.append(significance_note(args.baseline_row, args.second_baseline_row, args.alpha, args.correction))
+    if args.figure:
+        chosen = per_query_difference_figure(entries, args.baseline_row, args.figure)
+        table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
+                           f"{Path(args.figure).name}.")
+    add_notes_and_source(table, args, cells.get("note", []), inputs)
+    trained: dict[str, list[dict]] = {}
+    for record in cells["checkpoints"]:
+        trained.setdefault(record["label"], []).append(json.loads(Path(record["path"]).read_text()))
+        inputs.append(record["path"])
+    for label, metas in trained.items():  # one checkpoint per label, or one per fold (a summary)
+        table.notes.append(checkpoint_note(label, metas[0]) if len(metas) == 1 else folds_note(label, metas))
+
+    def extra() -> dict:  # the metas are read only when the numbers are written
+        record = {"models": models_record(args.meta)} if args.meta else {}
+        if trained:
+            record["checkpoints"] = checkpoints_record(trained)
+        return record
+
+    return write_outputs(table, args, inputs, extra, args.machine_column)
