@@ -75,7 +75,8 @@ def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[
         return text
 
     def digest(values: list[str]) -> str:
-        return hashlib.sha256(json.dumps([plain(v) for v in values]).encode()).hexdigest()[:16]
+        # sorted after the placeholders: sorted absolute paths order differently on another machine
+        return hashlib.sha256(json.dumps(sorted(plain(v) for v in values)).encode()).hexdigest()[:16]
 
     seen = {(row["rule"], *map(plain, row["outputs"])): row for row in traced}
     out = []

@@ -354,8 +354,11 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
               threads: int | None = None, qrels_path: str | os.PathLike | None = None,
               head: str | None = None, relevant_index: int | None = None,
               queries: frozenset[str] | None = None, part: tuple[int, int] = (1, 1),
-              batch_tokens: int | None = None) -> dict[str, Any]:
+              batch_tokens: int | None = None, name: str | None = None) -> dict[str, Any]:
     """Score the top-`candidates` documents' units of a run; write `out` and `<out>.meta.json`; return the meta.
+
+    `name` is the checkpoint's name in the configuration, recorded where `checkpoint` is the folder training wrote
+    (a run's ir_metadata names the checkpoint, not a path on the machine that scored it).
 
     With `qrels_path`, only queries that have judgments are scored: the others cannot be evaluated.
     With `queries`, only those (a fold's test queries). With `part` (I, N), the I-th of N blocks of shards.
@@ -383,7 +386,7 @@ def score_run(checkpoint: str, segments_path: str | os.PathLike, run_path: str |
             cache.close()
     seconds = time.perf_counter() - started
     meta = {
-        "checkpoint": checkpoint, "fingerprint": classifier.fingerprint, "num_layers": num_layers,
+        "checkpoint": name or checkpoint, "model": str(checkpoint), "fingerprint": classifier.fingerprint, "num_layers": num_layers,
         "kind": kind, "precision": precision, "dtype": str(scorer.dtype).removeprefix("torch."),
         "device": str(scorer.device), "threads": scorer.threads, "batch_size": batch_size, "batch_tokens": batch_tokens,
         "max_length": scorer.max_length, "candidates": candidates, "shard_size": shard_size,

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                      num_layers=entry.get("num_layers") if fetched else None, threads=args.threads,
                      qrels_path=args.qrels, head=entry.get("head") if fetched else None,
                      relevant_index=relevant_index if relevant_index is not None else
-                     entry.get("relevant_index") if fetched else None, part=part)
+                     entry.get("relevant_index") if fetched else None, part=part,
+                     name=args.checkpoint)
     print(f"{meta['pairs']} pairs ({meta['cache_hits']} from the cache) in {meta['seconds']:.1f}s "
           f"-> {args.out}", file=sys.stderr)
     return 0
