@@ -72,6 +72,12 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return out
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The `dag` tests last, whatever their file: each waits for the background DAG, and one met half way
+    (test_ir_metadata) held every later test back for 20 minutes while 2 cores had room beside the DAG."""
+    items.sort(key=lambda item: item.get_closest_marker("dag") is not None)  # stable: the order otherwise kept
+
+
 @pytest.fixture(scope="session", autouse=True)
 def dag_runs(request, tmp_path_factory):
     """When `dag` tests are selected, their Snakemake runs start with the session, beside the other tests

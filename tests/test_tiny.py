@@ -56,7 +56,7 @@ def test_every_stage_on_the_tiny_collection(layered, tiny_bert, tmp_path):
     c = ["--config", str(layered)]
     assert collections.main(["export", *c, "--collection", "tiny", "--out", str(work)]) == 0
     assert collections.main(["folds", *c, "--collection", "tiny", "--out", str(tmp_path / "folds.json")]) == 0
-    assert len(read_folds(tmp_path / "folds.json")) == config["birch"]["folds"]["k"]
+    assert len(read_folds(tmp_path / "folds.json")) == config["seeded_folds"]["k"]
     assert index.main([*c, "--docs", str(work / "docs.jsonl"), "--index", str(tmp_path / "index"), "--threads", "1"]) == 0
     files = {"--topics": str(work / "topics.tsv"), "--index": str(tmp_path / "index")}
     for model in ("bm25", "bm25_rm3"):
