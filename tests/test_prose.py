@@ -132,7 +132,8 @@ def _leaves(value, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...]
 
 def load(paths: Iterable[Path]) -> Stored:
     """Every number of the files but their per-query and per-topic values: thousands of 0/1s and fractions that
-    would let almost any decimal pass (a stale 0.6259 matched one Cranfield topic's nDCG in repro-eval's per-topic values), and that no prose quotes."""
+    would let almost any decimal pass (a stale 0.6259 matched one Cranfield topic's nDCG in repro-eval's
+    per-topic values), and that no prose quotes."""
     stored = Stored()
     for path in paths:
         document = json.loads(path.read_text(encoding="utf-8"))
