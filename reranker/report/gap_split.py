@@ -183,11 +183,17 @@ def run_split(args: argparse.Namespace) -> int:
         if source is not None else None
     setting = (cell.at if cell is not None and cell.at else source.at if source is not None else None)
     inputs = [args.numbers] + ([args.sources] if args.sources else [])
+    record = provenance(args.command, inputs)
+    made = document.get("provenance") or {}
+    for key in ("models", "checkpoints"):  # the split's models are the table's rows': their fingerprints come along
+        picked = {row: made[key][row] for row in rows.values() if row in (made.get(key) or {})}
+        if picked:
+            record[key] = picked
     write_json(args.out, {
         "caption": f"The gap between the source's reranker and ours split into first stage and reranker, from {table_id}",
         "rows": rows, "source": None if source is None else {"work": source.work, "table": source.table, "at": setting},
         "numbers": numbers, "significance": {"pvalues": pvalues, "test": "two-sided paired t-test, the table's own"},
-        "text": text(numbers, pvalues, rows, setting), "provenance": provenance(args.command, inputs)},
+        "text": text(numbers, pvalues, rows, setting), "provenance": record},
         indent=1, sort_keys=True, ensure_ascii=False)
     print(args.out)
     return 0
