@@ -13,6 +13,7 @@ import yaml
 
 from reranker.experiments import load_config
 from reranker.formats.errors import FormatError
+from reranker.formats.ir_metadata import run_body as body
 from reranker.formats.runs import read_run_lines, write_run
 from reranker.formats.text import file_sha256
 from reranker.formats.topics import write_topics_tsv
@@ -42,11 +43,6 @@ def cranfield(tmp_path_factory) -> dict:
             qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
     record = index.build_index(root / "docs.jsonl", root / "index", threads=2)
     return {"root": root, "docs": docs, "topics": topics, "qrels": qrels, "index": root / "index", "record": record}
-
-
-def body(path: Path) -> bytes:
-    """A run's lines without its ir_metadata header (whose command and resources differ between two runs)."""
-    return b"".join(line for line in path.read_bytes().splitlines(keepends=True) if not line.startswith(b"#"))
 
 
 def write_docs(path: Path, docs: list[dict]) -> Path:

@@ -13,7 +13,7 @@ import pytest
 
 from reranker.core import run_metadata
 from reranker.formats.errors import FormatError
-from reranker.formats.ir_metadata import END, START, header, read_metadata
+from reranker.formats.ir_metadata import END, START, header, read_metadata, run_body
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, read_run_lines, write_run
 from reranker.formats.text import file_sha256
@@ -34,7 +34,7 @@ def metadata_handler():
 
 
 def without_header(path: Path, out: Path) -> Path:
-    out.write_text("".join(line for line in path.read_text().splitlines(keepends=True) if not line.startswith("#")))
+    out.write_bytes(run_body(path))
     return out
 
 

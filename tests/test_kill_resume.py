@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from reranker.formats.ir_metadata import run_body
 from reranker.formats.runs import read_run, top_k_docs
 
 pytestmark = pytest.mark.slow
@@ -60,7 +61,7 @@ def body(path: Path) -> bytes:
     of a stage; the header itself must be whole (its end marker there)."""
     data = path.read_bytes()
     assert not data.startswith(b"#") or b"# ir_metadata.end\n" in data, f"{path}: header cut short"
-    return b"".join(line for line in data.splitlines(keepends=True) if not line.startswith(b"#"))
+    return run_body(path)
 
 
 def assert_nothing_partial(out: Path, whole: Path) -> None:

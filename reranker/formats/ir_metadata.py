@@ -43,6 +43,13 @@ def header(metadata: Mapping[str, Any]) -> str:
     return "".join(f"# {line}\n" for line in [START[2:], *text.splitlines(), END[2:]])
 
 
+def run_body(path: str | os.PathLike) -> bytes:
+    """A run file's bytes without its header's `#` lines: what two runs of one stage share, where the header's
+    command and resources differ."""
+    with open(path, "rb") as f:
+        return b"".join(line for line in f if not line.startswith(b"#"))
+
+
 def read_metadata(path: str | os.PathLike) -> dict | None:
     """The header of a run file as a mapping; None where the file opens without one. A header that is not
     YAML, or never ends, is a FormatError naming the line."""
