@@ -6,7 +6,7 @@ and the .smk files are read as text, so a rule body copied into another rule cou
     python tools/duplicates.py [--report] [--min N] [PATH ...]
 
 Prints one line per pair (`N lines: a.py:10-15 = rules/b.smk:40-45`), then the pairs by file. Exit 1
-when any pair is found, 0 with --report (make lint's mode until the repeated rule bodies are folded).
+when any pair is found (make lint), 0 with --report (a listing only).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from reranker.experiments.ntnu import ntnu_checkpoint
 NTNU = EXP.plugins["ntnu"]
 NT = CFG["ntnu"]
 NT_FIRST = NT["first_stage"]
+NTNU_SCORE = score_job("ntnu")  # threads, priority, GPUs and params of its score job (common.smk)
 
 
 wildcard_constraints:
@@ -60,16 +61,14 @@ rule score_ntnu:
         P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
     benchmark:
         P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
-    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint))
+    priority: NTNU_SCORE.priority
     conda:
         ENV
-    threads: lambda w: EXP.job_threads(w.checkpoint)
+    threads: NTNU_SCORE.threads
     resources:
-        gpu=CFG["score"]["gpus"],
+        gpu=NTNU_SCORE.gpus,
     params:
-        config=CONFIG_FILE,
-        settings=lambda w: settings("score", checkpoint=w.checkpoint, section="ntnu"),
-        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+        **NTNU_SCORE.params,
     shell:
         "python -m reranker score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
         " --model {params.model:q}"

@@ -6,6 +6,7 @@
 
 RADBOUD = EXP.plugins["radboud"]
 RB = CFG["radboud"]
+RADBOUD_SCORE = score_job("radboud")  # threads, priority, GPUs and params of its score job (common.smk)
 PROVIDED = wildcard_pattern(RB["provided_candidates"])  # the collection's own runs that the baseline reranks too
 
 for provided in RB["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
@@ -60,16 +61,14 @@ rule score_radboud:
         P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
     benchmark:
         P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
-    priority: lambda w: job_priority(EXP.job_threads(w.checkpoint))
+    priority: RADBOUD_SCORE.priority
     conda:
         ENV
-    threads: lambda w: EXP.job_threads(w.checkpoint)
+    threads: RADBOUD_SCORE.threads
     resources:
-        gpu=CFG["score"]["gpus"],
+        gpu=RADBOUD_SCORE.gpus,
     params:
-        config=CONFIG_FILE,
-        settings=lambda w: settings("score", checkpoint=w.checkpoint, section="radboud"),
-        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
+        **RADBOUD_SCORE.params,
         cache=CACHE,
     shell:
         "python -m reranker score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
