@@ -73,3 +73,4 @@ rule all:
         EXP.layout.path("comparison"),
         EXP.layout.path("table", table="resources"),
         EXP.layout.path("seed_index"),
+        EXP.layout.path("figure_captions"),

@@ -58,9 +58,12 @@ def test_lucene_numbers_must_match_exactly(tmp_path, capsys):
 def test_model_drift_beyond_tolerance_fails_and_promotion_accepts_it(tmp_path, capsys):
     path = setup(tmp_path, 0.35, 0.25)
     assert compare.main(["--config", str(path)]) == 1
-    (tmp_path / "run" / "report.html").write_text("<html>the run's report</html>")
+    (tmp_path / "run" / "report.html").write_text("<html>the run's report</html>")  # rebuilt by every run: not kept
+    (tmp_path / "run" / "figures").mkdir()
+    (tmp_path / "run" / "figures" / "captions.json").write_text('{"a.png": "A figure."}\n')  # what the report held
     assert compare.main(["--config", str(path), "--promote"]) == 0
-    assert (tmp_path / "ref" / "report.html").read_text() == "<html>the run's report</html>"
+    assert not (tmp_path / "ref" / "report.html").exists()
+    assert (tmp_path / "ref" / "figures" / "captions.json").read_text() == '{"a.png": "A figure."}\n'
     assert compare.main(["--config", str(path)]) == 0
     config = yaml.safe_load(path.read_text())
     assert (Path(config["reference"]) / "tables" / "birch_main.md").read_text() == "0.35\n"

@@ -6,12 +6,14 @@ from __future__ import annotations
 import ast
 import errno
 import gzip
+import json
 from pathlib import Path
 
 import pytest
 
 import reranker
 from reranker.__main__ import STAGES
+from reranker.formats import captions
 from reranker.formats.atomic import atomic_dir, atomic_write, write_json, write_lines, write_text
 from reranker.formats.docs import Doc, iter_docs, read_docs, write_docs
 from reranker.formats.errors import FormatError
@@ -49,6 +51,21 @@ def test_format_error_names_file_and_line(tmp_path):
     with pytest.raises(FormatError, match=rf"^{tmp_path / 'run.txt'}:2: a run line has 6 fields"):
         read_run(tmp_path / "run.txt")
     assert str(FormatError("f.txt", None, "bad")) == "f.txt: bad"
+
+
+def test_captions_round_trip_and_refusals(tmp_path):
+    path = tmp_path / "figures" / "captions.json"
+    path.parent.mkdir()
+    captions.write(path, {"b.png": "Figure 5.4: R against MRR@10.", "a.png": "Held-out loss — τ"})
+    assert list(captions.read(path)) == ["a.png", "b.png"] and captions.read(path)["a.png"] == "Held-out loss — τ"
+    for bad, why in (({"sub/a.png": "x"}, "no folder"), ({"a.pdf": "x"}, "NAME.png"), ({"a.png": " "}, "non-empty"),
+                     (["a.png"], "one JSON object")):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(FormatError, match=why):
+            captions.read(path)
+    path.write_text("{")
+    with pytest.raises(FormatError, match="captions.json:1: not JSON"):
+        captions.read(path)
 
 
 def test_qrels_round_trip(tmp_path):

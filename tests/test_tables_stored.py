@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from reranker.formats import captions
 from reranker.formats.table_spec import write_spec
 from reranker.stages import tables
 
@@ -115,3 +116,12 @@ def test_no_option_of_any_subcommand_takes_the_name_of_its_handler():
     assert len(found) == 11  # results, stats, pretraining, figure ranks|curves|sweep, rerender, split, wallclock, resources, index
     assert all(handler for _, handler in found)
     assert all(action.dest != "handler" for parser, _ in found for action in parser._actions)
+
+
+@pytest.mark.parametrize("folder", [ROOT / "results", QUICK], ids=["default", "quick"])
+def test_every_stored_figure_has_its_caption(folder):
+    """The report is not kept (issue 61): each stored figure's caption is, in figures/captions.json."""
+    stored_captions = captions.read(folder / "figures" / "captions.json")
+    missing = sorted(p.name for p in (folder / "figures").glob("*.png") if p.name not in stored_captions)
+    assert not missing, missing
+    assert not (folder / "report.html").exists()

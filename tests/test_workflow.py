@@ -271,6 +271,10 @@ def test_the_run_readme_gives_every_seed_table_its_file_and_a_verdict(quick_run)
     assert "stored before issue 58" not in readme  # every table the run made stores its per-query values
     assert "Made by `snakemake --cores all --profile workflow/profiles/quick`" in readme
     assert (quick_run / "figures" / "ntnu_candidates.json").exists()
+    # the figures' captions, kept where the report is not: each figure of the run has one, as stored
+    made = (quick_run / "figures" / "captions.json").read_text()
+    assert made == (REPO / "results" / "quick" / "figures" / "captions.json").read_text()
+    assert {p.name for p in (quick_run / "figures").glob("*.png")} == set(json.loads(made))
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ PATTERNS = {
     "table_stem": "tables/{table}",
     "numbers": "numbers/{table}.json",
     "figure": "figures/{figure}.png",
+    "figure_captions": "figures/captions.json",  # every figure's caption (formats/captions.py)
     "folds": "folds/{collection}.json",
     # a run against the original's own (evaluate reproduction): published, not compared (compare reads numbers/*.json)
     "run_reproduction": "numbers/reproduction/{pair}.json",
@@ -49,7 +50,7 @@ PATTERNS = {
 }
 # What `compare` checks and `promote` copies: the published part of a run.
 PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
-PUBLISHED_FILES = ("report.html", "README.md")  # the report and the seed index, where made: promoted, never compared
+PUBLISHED_FILES = ("README.md",)  # the seed index, where made: promoted, never compared (report.html is neither)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
+from snakemake.io import is_flagged
+
+from reranker.formats import captions
 from reranker.formats.table_spec import write_spec
 
 # Ours, then each paper's own (reranker/experiments: the registry of the papers this configuration asks for).
@@ -13,6 +16,15 @@ BASELINES_NOTE = (
 )
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
 TABLE_SPECS = EXP.specs
+# Every figure's caption, from the rule that draws it (its params.figure_caption, which the report shows): stored
+# beside the figures, since the report is rebuilt by every run and not kept (reranker/formats/captions.py).
+FIGURE_CAPTIONS = {
+    os.path.basename(str(figure)): rule_.params.figure_caption
+    for rule_ in workflow.rules
+    if "figure_caption" in rule_.params.keys()
+    for figure in rule_.output
+    if is_flagged(figure, "report") and str(figure).endswith(".png")
+}
 
 
 rule table_spec:
@@ -31,6 +43,17 @@ rule table_spec:
         spec=lambda w: TABLE_SPECS[w.table],
     run:
         write_spec(output[0], params.spec)
+
+
+rule figure_captions:
+    """The captions of the run's figures, by file name, beside them (the report's, kept where the report is not)."""
+    output:
+        PATH("figure_captions"),
+    localrule: True
+    params:
+        captions=FIGURE_CAPTIONS,
+    run:
+        captions.write(output[0], params.captions)
 
 
 rule baselines_table:
@@ -116,6 +139,7 @@ rule resources_table:
     input:
         PATH("comparison"),
         PATH("seed_index"),
+        PATH("figure_captions"),
         [page for plugin in EXP.plugins.values() for page in plugin.pages()],  # their jobs are counted too
     output:
         md=PATH("table", table="resources"),
