@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -110,6 +112,31 @@ def test_ntnu_training_presets_sit_between_the_section_and_the_model(tmp_path):
     extra.write_text(yaml.safe_dump({"ntnu": {"models": {"layers-1": {"label": "x", "tables": [], "preset": "tiny"}}}}))
     with pytest.raises(cfg.ConfigError, match="ntnu/models/layers-1/preset: unknown preset 'tiny'"):
         experiments.load_config(extra)
+
+
+def test_ntnu_trains_on_the_passages_it_scores(tmp_path):
+    """One passage window: ntnu/passages (scoring) and its passage models' training.passage_* must agree."""
+    config = experiments.load_config()
+    training = cfg.training_config(config, "ntnu-bert")
+    assert training["unit"] == "passages"
+    assert {k: training[f"passage_{k}"] for k in ("length", "stride", "title")} == config["ntnu"]["passages"]
+    extra = tmp_path / "window.yaml"
+    extra.write_text(yaml.safe_dump({"ntnu": {"passages": {"stride": 100}}}))
+    with pytest.raises(cfg.ConfigError, match=r"ntnu/models/bert: trains on passages .*'stride': 75.* but ntnu/passages "
+                                              r"scores .*'stride': 100"):
+        experiments.load_config(extra)
+    extra.write_text(yaml.safe_dump({"ntnu": {"passages": {"stride": 100}, "training": {"passage_stride": 100}}}))
+    assert experiments.load_config(extra)["ntnu"]["passages"]["stride"] == 100
+
+
+def test_schema_concepts_are_defined_once():
+    """Precision, max length, passage windows and the significance level: one $defs entry each, referenced."""
+    schemas = (Path(cfg.__file__).resolve().parents[2] / "workflow" / "schemas").glob("**/*.yaml")
+    for path in schemas:
+        body = path.read_text()
+        assert "enum: [auto, exact, fast]" not in body or path.name == "config.schema.yaml", path
+        assert body.count("enum: [auto, exact, fast]") <= 1 and body.count("maximum: 512") <= 1, path
+    assert cfg.default("significance.alpha") == 0.05 and cfg.setting("score.precision")["enum"] == ["auto", "exact", "fast"]
 
 
 def test_unknown_keys_and_bad_enums_are_refused(tmp_path):

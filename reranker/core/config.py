@@ -197,6 +197,11 @@ def setting(path: str) -> dict:
     return copy.deepcopy(dict(node))
 
 
+def default(path: str) -> Any:
+    """A setting's default by its dotted path (`significance.alpha`): the schema's, the one place a default lives."""
+    return setting(path)["default"]
+
+
 def defaults(node: Mapping | None = None, root: Mapping | None = None) -> dict:
     """The document the schema's defaults make: an object's defaults, nested objects' included (`root`: the
     schema its references point into)."""

@@ -11,7 +11,7 @@ Why this module exists:
 * pyserini builds an OpenAI client at import time, which fails without `OPENAI_API_KEY`; a dummy
   value is set if none is given. Nothing here calls OpenAI.
 
-Call `start_jvm()` before importing anything from `pyserini`. The heap comes from `heap=` or `BIRCH_JAVA_HEAP` (default 4g).
+Call `start_jvm()` before importing anything from `pyserini`. The heap: `heap=`, `BIRCH_JAVA_HEAP`, else the schema's `java_heap`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import os
 import subprocess
 from pathlib import Path
 
-DEFAULT_HEAP = "4g"
+from reranker.core.config import default
+
 _started: dict[str, str] = {}
 
 
@@ -91,7 +92,7 @@ def start_jvm(heap: str | None = None) -> dict[str, str]:
     if _started:
         return dict(_started)
     os.environ.setdefault("OPENAI_API_KEY", "not-used-by-birch-repro")
-    heap = heap or os.environ.get("BIRCH_JAVA_HEAP", DEFAULT_HEAP)
+    heap = heap or os.environ.get("BIRCH_JAVA_HEAP") or default("java_heap")
     java_home, has_vector = find_java_home()
     os.environ["JAVA_HOME"] = str(java_home)
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reranker.core.config import default
 from reranker.core.hardware import CPU_BF16_FLAGS, cpu_info, cpu_threads
 from reranker.core.provenance import PACKAGES, git, package_versions, portable_name, provenance
 from reranker.formats.errors import InputError
@@ -109,7 +110,7 @@ def research_goal(config: Mapping, collection: str, baseline: Sequence[str] = ()
         "reported measures": settings.measures(config, collection),
         "significance test": [{"name": "paired t-test, two-sided, against each table's baseline row",
                                "correction method": significance.get("correction", "none"),
-                               "alpha": significance.get("alpha", 0.05)}]}}
+                               "alpha": significance.get("alpha", default("significance.alpha"))}]}}
     if baseline:
         goal["evaluation"]["baseline"] = list(baseline)
     return goal

@@ -41,6 +41,15 @@ def cross_check(config: Mapping) -> tuple[list[str], list[tuple[str, str]]]:
     problems += [f"  ntnu/models/{name}/preset: unknown preset {spec['preset']!r} (ntnu/training_presets: "
                  f"{', '.join(ntnu['training_presets']) or 'none'})"
                  for name, spec in ntnu["models"].items() if spec.get("preset") and spec["preset"] not in ntnu["training_presets"]]
+    # A model trained on passages trains on the passages it scores: one window, ntnu/passages, that its training
+    # repeats (the keys differ: training.passage_* are every unit-passages training's, ntnu/passages the scoring's).
+    window = ntnu["passages"]
+    for name in ntnu["models"]:
+        training = training_config(config, ntnu_checkpoint(name))
+        trained = {key: training[f"passage_{key}"] for key in ("length", "stride", "title")}
+        if training["unit"] == "passages" and trained != window:
+            problems.append(f"  ntnu/models/{name}: trains on passages {trained} but ntnu/passages scores {window}: "
+                            "set ntnu/training's passage_length, passage_stride and passage_title to ntnu/passages")
     teachers = {(spec.get("training") or {}).get("teacher") for spec in ntnu["models"].values()}
     cells = {m for spec in ntnu["tables"].values() for m in spec["distilled"].values()}
     problems += [f"  ntnu/models/{name}: in no table, no table's distilled and no teacher: it would train for nothing"

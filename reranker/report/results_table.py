@@ -21,9 +21,11 @@ from reranker.reproduction.significance import CORRECTIONS, paired_ttest
 
 
 def add_system(table: Table, row: str, group: str, evaluation: Evaluation,
-               baseline: Evaluation | None = None, alpha: float = 0.05, second: Evaluation | None = None) -> None:
+               baseline: Evaluation | None = None, alpha: float | None = None, second: Evaluation | None = None) -> None:
     """Add one system's aggregate values; mark cells that differ from `baseline` (and `second`: ‡) at p < alpha,
-    uncorrected (`Table.correct` redoes the marks with a correction once every system is in)."""
+    uncorrected (`Table.correct` redoes the marks with a correction once every system is in). `alpha`: the
+    table's own when not given."""
+    alpha = table.alpha if alpha is None else alpha
     for measure in table.measures:
         if measure not in evaluation.aggregate:
             continue

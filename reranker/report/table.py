@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reranker.core.config import default
 from reranker.core.provenance import provenance
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.source_numbers import SourceTable, read_source_numbers
@@ -53,7 +54,7 @@ class Table:
     per_query: dict[tuple[str, str, str], dict[str, float]] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)  # mark -> the row it tests against
     correction: str = "none"  # the multiple-testing correction behind the marks
-    alpha: float = 0.05
+    alpha: float = field(default_factory=lambda: default("significance.alpha"))
     notes: list[str] = field(default_factory=list)
     # Columns after the measures, the same value in every group; never tested, never bold.
     extra_columns: list[str] = field(default_factory=list)
@@ -118,9 +119,10 @@ class Table:
         if mark:
             self.marks[(row, group, measure)] = mark
 
-    def correct(self, correction: str = "none", alpha: float = 0.05) -> None:
+    def correct(self, correction: str = "none", alpha: float | None = None) -> None:
         """Marks from the stored p-values, adjusted per family: one column's tests against one reference."""
         adjust = CORRECTIONS[correction].adjust
+        alpha = default("significance.alpha") if alpha is None else alpha
         self.correction, self.alpha = correction, alpha
         families: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
         for (row, group, measure), tests in self.pvalues.items():
@@ -409,7 +411,7 @@ class Table:
         significance = document.get("significance") or {}
         table.references = dict(significance.get("references", {}))
         table.correction = significance.get("correction", "none")
-        table.alpha = significance.get("alpha", 0.05)
+        table.alpha = significance.get("alpha", default("significance.alpha"))
         for g, rows in (document.get("per_query") or {}).items():
             for row, measures in rows.items():
                 for m, values in measures.items():

@@ -23,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from reranker.core.arguments import add_config
+from reranker.core.config import default as schema_default
 from reranker.core.flags import checked
 from reranker.core.java import anserini_jar, autoclass, start_jvm
 from reranker.formats.atomic import atomic_dir
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker index", description=__doc__.splitlines()[0])
     parser.add_argument("--docs", required=True, help="docs.jsonl: one {id, title, text} object per line")
     parser.add_argument("--index", required=True, help="index directory to create")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=schema_default("threads"), help="indexing threads (default: the schema's threads)")
     add_config(parser, "java_heap")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from reranker.core import run_metadata
 from reranker.core.arguments import add_config
+from reranker.core.config import default as schema_default
 from reranker.core.flags import checked
 from reranker.core.java import start_jvm
 from reranker.core.registry import FIRST_STAGES
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     add_config(parser, "retrieval.depth, retrieval.models, retrieval.overrides, java_heap")
     parser.add_argument("--collection", help="collection id whose retrieval.overrides apply")
     parser.add_argument("--folds", help="JSON {fold: [test qids]}: needed when the overrides are per fold")
-    parser.add_argument("--threads", type=int, default=1, help="search threads")
+    parser.add_argument("--threads", type=int, default=schema_default("threads"), help="search threads (default: the schema's threads)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from reranker.core.config import load_config

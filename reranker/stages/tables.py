@@ -24,6 +24,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from reranker.core.config import default
 from reranker.core.flags import overlay
 from reranker.formats.errors import exits_on_input_error
 from reranker.formats.table_spec import KINDS, Spec, checked_spec, read_spec
@@ -122,7 +123,8 @@ def add_table_parsers(sub: argparse._SubParsersAction) -> None:
     results.add_argument("--no-bold", action="store_true", help="do not bold the best row per column")
     results.add_argument("--baseline-row", help="row that significance is tested against (per collection)")
     results.add_argument("--second-baseline-row", help="a second such row, marked ‡")
-    results.add_argument("--alpha", type=float, default=0.05, help="significance level of the marks")
+    results.add_argument("--alpha", type=float, default=default("significance.alpha"),
+                         help="significance level of the marks (default: the configuration schema's)")
     results.add_argument("--correction", choices=list(CORRECTIONS), default="none",
                          help="multiple-testing correction over each column's tests against one reference row")
     results.add_argument("--measures", nargs="+", required=True, help="the columns of each group (config: measures)")
