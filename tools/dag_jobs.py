@@ -25,11 +25,14 @@ PROFILES = ("default", "quick", "paper")
 RULE = re.compile(r"^(?:local)?rule (\S+):$")
 
 
-def dry_run(profile: str, run_dir: Path, trace: Path) -> str:
-    """The `-n -p` listing; each job's params and inputs go to `trace` (tools/dag_trace.py)."""
+def dry_run(profile: str, run_dir: Path, trace: Path, configfiles: list[str] = ()) -> str:
+    """The `-n -p` listing; each job's params and inputs go to `trace` (tools/dag_trace.py). `configfiles`: the
+    files merged over the Snakefile's instead of the profile's (which the command line replaces)."""
     args = [sys.executable, str(REPO / "tools" / "dag_trace.py"), "-n", "-p", "--forceall", "--config", f"run_dir={run_dir}"]
     if profile != "default":
         args += ["--profile", f"workflow/profiles/{profile}"]
+    if configfiles:
+        args += ["--configfile", *map(str, configfiles)]
     env = {**os.environ, "DAG_TRACE_OUT": str(trace)}
     done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     if done.returncode:
@@ -88,11 +91,11 @@ def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[
     return sorted(out, key=lambda j: (j["rule"], j["outputs"], j["shell"]))
 
 
-def jobs(profile: str, run_dir: Path | None = None) -> list[dict]:
+def jobs(profile: str, run_dir: Path | None = None, configfiles: list[str] = ()) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = run_dir or Path(tmp) / profile
         trace = Path(tmp) / "trace.json"
-        listing = parse(dry_run(profile, run_dir, trace))
+        listing = parse(dry_run(profile, run_dir, trace, configfiles))
         return normalise(listing, run_dir, json.loads(trace.read_text()))
 
 

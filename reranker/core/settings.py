@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from reranker.core.config import checkpoint_config, collection_config, training_config
+from reranker.core.config import CHECKPOINT_SETTINGS, checkpoint_config, collection_config, training_config
 from reranker.formats.errors import InputError
 
 
@@ -36,6 +36,17 @@ def _section(config: Mapping, section: str | None) -> Mapping:
     if not isinstance(config.get(section), Mapping):
         raise InputError(f"--section {section}: the configuration has no such section to take stage settings from")
     return config[section]
+
+
+def replaced(config: Mapping, section: str | None, key: str, suite: str) -> str:
+    """The schema path of a setting that a section may replace (K, max length): `<section>.<key>` where the section
+    has its own, else the suite's `<suite>.<key>`; a flag that overrides it is checked there."""
+    return f"{section}.{key}" if key in _section(config, section) else f"{suite}.{key}"
+
+
+def collection_ids(config: Mapping) -> list[str]:
+    """The collections the configuration names (`collections list`)."""
+    return list(config["collections"])
 
 
 def measures(config: Mapping, collection_id: str | None = None) -> list[str]:
@@ -62,8 +73,11 @@ def index(config: Mapping) -> dict:
     return {"java_heap": config["java_heap"]}
 
 
-def retrieve(config: Mapping, collection: str, model: str) -> dict:
+def retrieve(config: Mapping, collection: str | None, model: str) -> dict:
+    """A first stage's parameters, a collection's overrides of them (None without a collection), depth and heap."""
     retrieval = config["retrieval"]
+    if model not in retrieval["models"]:
+        raise InputError(f"no parameters for first stage {model!r} in retrieval.models (known: {', '.join(retrieval['models'])})")
     return {"depth": retrieval["depth"], "model": retrieval["models"].get(model),
             "overrides": retrieval["overrides"].get(collection, {}).get(model), "java_heap": config["java_heap"]}
 
@@ -92,10 +106,17 @@ def _entry(config: Mapping, checkpoint: str) -> dict:
 
 
 def train(config: Mapping, checkpoint: str) -> dict:
+    """The training, the checkpoint's entry and its base's, the relevant grade of each collection it trains on, and
+    (`named`, where its training names any) the entries of the checkpoints its training names: a teacher, a positive
+    filter, a head's source, whose declared head or model the stage reads."""
     entry = _entry(config, checkpoint)
-    return {"training": _without_rule_only(training_config(config, checkpoint)), "checkpoint": entry,
-            "base": _entry(config, entry["base"]),
-            "grades": {c: collection_config(config, c)["relevant_min_grade"] for c in entry["train_on"]}}
+    training = _without_rule_only(training_config(config, checkpoint))
+    settings = {"training": training, "checkpoint": entry, "base": _entry(config, entry["base"]),
+                "grades": {c: collection_config(config, c)["relevant_min_grade"] for c in entry["train_on"]}}
+    named = {setting: _entry(config, training[setting]) for setting in CHECKPOINT_SETTINGS if training.get(setting)}
+    if named:  # absent where none is named, so that a checkpoint that names none keeps its settings
+        settings["named"] = named
+    return settings
 
 
 def score(config: Mapping, checkpoint: str, section: str | None = None) -> dict:

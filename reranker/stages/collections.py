@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     if args.command == "list":
-        for collection_id in config["collections"]:
+        for collection_id in settings.collection_ids(config):
             print(_describe(load_collection(collection_id, config)))
         return 0
     collection = load_collection(args.collection, config)

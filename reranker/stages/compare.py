@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from reranker.core import settings as stage_settings
 from reranker.core.config import load_config
 from reranker.formats.atomic import write_text
 from reranker.formats.errors import InputError, exits_on_input_error
@@ -34,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
                              "so that promoting a partial run loses nothing)")
     args = parser.parse_args(argv)
     config = load_config(args.config)
-    run_dir, reference = Path(config["run_dir"]), Path(config["reference"])
+    settings = stage_settings.compare(config)  # its tolerances and the reference
+    run_dir, reference = Path(config["run_dir"]), Path(settings.pop("reference"))
     if not (run_dir / "numbers").is_dir():
         raise InputError(f"{run_dir}/numbers does not exist; run the workflow first")
     if args.promote:
@@ -46,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'pruned' if args.prune else 'kept, not made by this run'}: {path}")
         return 0
     refuse_if_interrupted(reference)
-    differences = compare_numbers(run_dir, reference, config["compare"])
-    text = report(differences, compare_files(run_dir, reference), run_dir, reference, config["compare"])
+    differences = compare_numbers(run_dir, reference, settings)
+    text = report(differences, compare_files(run_dir, reference), run_dir, reference, settings)
     print(text)
     drifts = [d for d in differences if d.status == "drift"]
     if drifts:

@@ -198,14 +198,16 @@ def params_from_config(config: Mapping, model: str, collection: str | None = Non
 
     A `folds:` mapping (fold -> parameters) in either is applied over the rest, fold by fold.
     """
+    from reranker.core import settings as stage_settings
+
+    return params_from_settings(stage_settings.retrieve(config, collection, model), model)
+
+
+def params_from_settings(settings: Mapping, model: str) -> tuple[RetrievalParams, dict[str, RetrievalParams]]:
+    """The same from the stage's settings (reranker.core.settings.retrieve)."""
     from reranker.core.config import merge
 
-    retrieval = config["retrieval"]
-    if model not in retrieval["models"]:
-        raise InputError(f"no parameters for first stage {model!r} in retrieval.models (known: {', '.join(retrieval['models'])})")
-    values = dict(retrieval["models"][model])
-    if collection is not None:
-        values = merge(values, retrieval["overrides"].get(collection, {}).get(model, {}))
+    values = merge(dict(settings["model"]), settings["overrides"] or {})
     folds = values.pop("folds", {})
     default = RetrievalParams.from_mapping(model, values)
     return default, {str(fold): RetrievalParams.from_mapping(model, merge(values, changes)) for fold, changes in folds.items()}
@@ -247,11 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=schema_default("threads"), help="search threads (default: the schema's threads)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from reranker.core import settings as stage_settings
     from reranker.core.config import load_config
 
     config = load_config(args.config)
-    default, fold_params = params_from_config(config, args.model, args.collection)
-    depth, heap, threads = config["retrieval"]["depth"], config["java_heap"], checked("--threads", args.threads, "threads")
+    settings = stage_settings.retrieve(config, args.collection, args.model)
+    default, fold_params = params_from_settings(settings, args.model)
+    depth, heap, threads = settings["depth"], settings["java_heap"], checked("--threads", args.threads, "threads")
     if fold_params and not args.folds:
         raise InputError(f"the configuration sets per-fold parameters for folds {', '.join(sorted(fold_params))}"
                          f"{f' of {args.collection}' if args.collection else ''}: pass --folds, the folds JSON")

@@ -69,10 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     part = parse_part(args.part)
     config = load_config(args.config)
     settings = stage_settings.score(config, args.checkpoint, args.section)
-    own = config[args.section] if args.section else {}  # a section's K and length replace the suite's: so do the flags
-    where = {key: args.section if key in own else suite for key, suite in (("candidates", "segment"), ("max_length", "score"))}
-    settings = overlay(settings, args, {"--candidates": f"{where['candidates']}.candidates",
-                                        "--max-length": f"{where['max_length']}.max_length",
+    # a section's K and length replace the suite's: so do the flags, checked where the setting is
+    settings = overlay(settings, args, {"--candidates": stage_settings.replaced(config, args.section, "candidates", "segment"),
+                                        "--max-length": stage_settings.replaced(config, args.section, "max_length", "score"),
                                         "--shard-size": "score.shard_size", "--threads": "score.threads"})
     entry = settings["checkpoint"]
     if args.model is None and entry["source"] != "hf":

@@ -170,8 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     settings = stage_settings.segment(config, args.section)
-    own = args.section if "candidates" in (config.get(args.section) or {}) else "segment"  # whose K the flag replaces
-    settings = overlay(settings, args, {"--candidates": f"{own}.candidates"})
+    settings = overlay(settings, args, {"--candidates": stage_settings.replaced(config, args.section, "candidates", "segment")})
     tokenizer, candidates, passages = settings["tokenizer"] or DEFAULT_TOKENIZER, settings["candidates"], settings["passages"]
     meta = segment(args.docs, args.run, args.topics, args.out, unit=args.unit, candidates=candidates,
                    tokenizer=tokenizer, max_length=settings["max_length"], passage_length=passages["length"],

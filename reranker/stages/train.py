@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = args.source or [Source(args.name or args.docs.parent.name, args.docs, args.topics, args.qrels, args.run,
                                      read_qids(args.train_qids) if args.train_qids else None)]
 
-    from reranker.core.config import CHECKPOINT_SETTINGS, checkpoint_config, collection_config, load_config
+    from reranker.core.config import CHECKPOINT_SETTINGS, load_config
 
     flags = overlay({}, args, FLAGS)  # each flag given, checked by its setting's schema: a 0 is kept or refused
     threads = flags.pop("threads", None)
@@ -117,12 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         if start["source"] == "hf":  # a fetched base: its declared head and layer slice
             settings["head"] = settings["head"] or start.get("head")
             settings["num_layers"] = settings["num_layers"] or start.get("num_layers")
-        grades = {s.name: collection_config(config, s.name)["relevant_min_grade"]
-                  for s in sources if s.name in config["collections"]}
+        grades = stage["grades"]  # of the collections it trains on
         sources = [dataclasses.replace(s, relevant_min_grade=grades.get(s.name, 1)) for s in sources]
         for setting, head in CHECKPOINT_SETTINGS.items():  # a checkpoint name of the configuration: its folder or id
             if settings.get(setting):
-                entry = checkpoint_config(config, settings[setting])
+                entry = stage["named"][setting]
                 settings[setting] = folders[setting] or fetched_model(entry, settings[setting],
                                                                       f"--{setting.replace('_', '-')}")
                 if head:  # and the head a hub checkpoint declares
@@ -141,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             sources = [dataclasses.replace(s, relevant_min_grade=args.relevant_min_grade) for s in sources]
     torch.set_num_threads(threads or hardware.cpu_threads())
 
-    config = TrainingConfig.from_mapping(settings)
-    out = train(base, sources, args.out, config) if mix else train_chain(base, sources, args.out, config)
+    training = TrainingConfig.from_mapping(settings)
+    out = train(base, sources, args.out, training) if mix else train_chain(base, sources, args.out, training)
     meta = models.read_meta(out)
     chosen = meta.get("validation") or {}
     print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}"
