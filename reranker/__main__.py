@@ -9,6 +9,8 @@ import importlib
 import os
 import sys
 
+from reranker.core import opened
+
 STAGES = {
     "collections": "export a collection's docs, topics and qrels; dataset statistics",
     "index": "build a Lucene index with pyserini",
@@ -42,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if stage not in STAGES:
         print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    opened.record(argv)  # the files it reads, where BIRCH_OPENED asks (the declared-inputs test)
     # each stage's main reports an input error as one line and exit 2 (formats.errors.exits_on_input_error)
     try:
         code = int(importlib.import_module(f"reranker.stages.{stage}").main(rest) or 0)

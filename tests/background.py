@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 class BackgroundRun:
     """`python -m snakemake <args>` in the checkout, its output kept in `log`; `wait()` gives what `run()` would."""
 
-    def __init__(self, args: list[str], log: Path, run_dir: Path) -> None:
+    def __init__(self, args: list[str], log: Path, run_dir: Path, env: dict[str, str] | None = None) -> None:
         self.args = [sys.executable, "-m", "snakemake", *args]
         self.log = log
         self.run_dir = run_dir
@@ -28,7 +28,7 @@ class BackgroundRun:
         with log.open("w") as sink:  # the child keeps its own descriptor
             # its own process group: stop() ends Snakemake and the jobs it started, nothing else
             self.process = subprocess.Popen(self.args, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, text=True,
-                                            env=os.environ.copy(), start_new_session=True)
+                                            env={**os.environ, **(env or {})}, start_new_session=True)
         self.started = time.monotonic()
         self.seconds: float | None = None
 
@@ -73,8 +73,10 @@ DETERMINISM_TARGETS = (
 
 
 def start_dag_runs(root: Path) -> dict[str, BackgroundRun]:
-    """The quick profile's whole DAG and the determinism check's part of it, each into its own run folder."""
+    """The quick profile's whole DAG and the determinism check's part of it, each into its own run folder; the
+    whole DAG's stages record the files they read into `opened/` beside its run folder (reranker/core/opened.py)."""
     quick, second = root / "quick" / "run", root / "second" / "run"
     targets = [str(second / target) for target in DETERMINISM_TARGETS]  # before --config, which takes the rest
-    return {"quick": BackgroundRun([*QUICK, "--config", f"run_dir={quick}"], root / "quick.log", quick),
+    opened = {"BIRCH_OPENED": str(root / "quick" / "opened")}
+    return {"quick": BackgroundRun([*QUICK, "--config", f"run_dir={quick}"], root / "quick.log", quick, opened),
             "second": BackgroundRun([*targets, *QUICK, "--config", f"run_dir={second}"], root / "second.log", second)}
