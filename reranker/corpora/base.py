@@ -130,6 +130,16 @@ class Collection(ABC):
         return ("its documents are not used; queries, qrels and the provided run are. "
                 f"Set `run_only: false` for {self.id} in workflow/config/collections.yaml once you have them")
 
+    def source_files(self) -> list[str]:
+        """The local files its export reads (the entry's documents, queries, qrels or archive): its rule's declared
+        inputs. Not the caches a source reads through (ir_datasets')."""
+        return [str(self.entry[key]) for key in self._files()]
+
+    def folds_files(self) -> list[str]:
+        """Its own folds file, where it has one."""
+        spec = self.entry.get("folds")
+        return [str(spec["file"])] if spec else []
+
     def _file_descriptions(self) -> dict[str, str]:
         run = {"run": "the provided TREC run"} if self.run_path is not None else {}
         return {**self._files(), **run}

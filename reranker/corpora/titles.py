@@ -43,6 +43,9 @@ class TitlesCollection(Collection):
     def _files(self) -> dict[str, str]:
         return {}
 
+    def source_files(self) -> list[str]:
+        return self.parent.source_files()  # its documents are the parent's
+
     @cached_property
     def _titled(self) -> list[Doc]:
         def words(text: str) -> int:

@@ -13,6 +13,7 @@ from reranker import experiments
 from reranker.core import settings as stage_settings
 from reranker.core.config import CHECKPOINT_SETTINGS, checkpoint_config, slug, training_config
 from reranker.core.registry import FIRST_STAGES
+from reranker.corpora.load import load_collection
 from reranker.formats.layout import Layout
 
 # Snakemake starts, among the ready jobs, the set with the largest summed priority that fits the free
@@ -67,6 +68,12 @@ class Experiment:
         and each active paper's (its `collections()`), each once."""
         ids = [c for plugin in self.plugins.values() for c in plugin.collections()]
         return list(dict.fromkeys(ids + self.config["baselines"]["collections"] + self.config["baselines"]["provided_runs"]))
+
+    def collection_files(self, slug: str, kind: str) -> list[str]:
+        """A collection's local raw files (reranker.corpora): `source` (what its export reads) or `folds` (its own
+        folds file): the inputs of its export and folds jobs."""
+        collection = load_collection(self.slug_to_id[slug], self.config)
+        return collection.source_files() if kind == "source" else collection.folds_files()
 
     def fold_overrides(self, collection_id: str, first_stage: str) -> bool:
         """Whether a first-stage run needs the collection's folds (per-fold parameters)."""

@@ -131,6 +131,7 @@ rule aggregate:
     input:
         run=P("trec_run", run=FIRST),
         scores=P("scores", first_stage=FIRST, k=K),
+        segments=P("segments", first_stage=FIRST, k=K),  # the units scored: their meta is read
     output:
         P("trec_run", run="{method}.{checkpoint}.{unit}"),
     log:

@@ -1,5 +1,7 @@
 rule export_collection:
     """Docs (JSONL), topics (TSV), qrels (TREC) and statistics of one collection."""
+    input:
+        lambda w: EXP.collection_files(w.collection, "source"),  # local raw files; ir_datasets' cache is a store
     output:
         docs=P("docs"),
         topics=P("topics"),
@@ -22,6 +24,8 @@ rule export_collection:
 
 rule folds:
     """The collection's own folds where it has them (Cranfield, Robust04), else a seeded split."""
+    input:
+        lambda w: EXP.collection_files(w.collection, "folds"),
     output:
         P("work_folds"),
     log:

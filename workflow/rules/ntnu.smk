@@ -83,6 +83,7 @@ rule rerank_ntnu:
         scores=lambda w: PATH(
             "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NT["candidates"], checkpoint=ntnu_checkpoint(w.ntnu_model)
         ),
+        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
     output:
         P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
     log:
@@ -103,6 +104,7 @@ rule rerank_ntnu_sweep:
         scores=lambda w: PATH(
             "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NTNU.depth, checkpoint=ntnu_checkpoint(w.ntnu_model)
         ),
+        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
     output:
         P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
     log:

@@ -18,6 +18,8 @@ BASELINES_NOTE = (
 TABLE_SPECS = EXP.specs
 # Every figure's caption, from the rule that draws it (its params.figure_caption, which the report shows): stored
 # beside the figures, since the report is rebuilt by every run and not kept (reranker/formats/captions.py).
+# Every file a figure rule draws (each figure, and the points of one a claim reads): read by the seed index.
+FIGURE_FILES = sorted({str(f) for rule_ in workflow.rules if "figure_caption" in rule_.params.keys() for f in rule_.output})
 FIGURE_CAPTIONS = {
     os.path.basename(str(figure)): rule_.params.figure_caption
     for rule_ in workflow.rules
@@ -172,6 +174,8 @@ rule seed_index:
         seeds=CFG["seed_tables"],
         sources=SOURCE_NUMBERS,
         reproduction=[PATH("run_reproduction", pair=pair) for pair in CFG["reproduction"]],  # read from the run folder
+        tables=TABLES,  # each claim reads its table's numbers, made with it
+        figures=FIGURE_FILES,  # and a figure's points (figure 5.4's sweep)
     output:
         PATH("seed_index"),
     log:
