@@ -51,6 +51,10 @@ rule figure_captions:
     """The captions of the run's figures, by file name, beside them (the report's, kept where the report is not)."""
     output:
         PATH("figure_captions"),
+    log:
+        PATH("log", stage="figures", name="captions"),
+    benchmark:
+        PATH("benchmark", stage="figures", name="captions")
     localrule: True
     params:
         captions=FIGURE_CAPTIONS,
