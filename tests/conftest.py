@@ -78,28 +78,6 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: item.get_closest_marker("dag") is not None)  # stable: the order otherwise kept
 
 
-# The quick DAG is the suite's critical path: the `dag` tests wait for it (343 s at the end of a 35-minute
-# `make test`, the rest of the suite done) while it alone cannot keep 2 cores busy (its chains of trainings).
-# So the rest of the suite yields to it: it takes the cores the DAG leaves idle instead of half of them.
-SUITE_NICE = 5
-
-
-def yield_to(runs: dict) -> None:
-    """Lower this process's CPU priority (and its children's) below the background runs'. Under the kernel's
-    autogroup scheduling (each session one group, as on most desktops and CI machines) a nice value counts only
-    within the group, and the runs have sessions of their own: the group's own nice is lowered too."""
-    if not runs:
-        return
-    try:
-        os.nice(SUITE_NICE)
-    except OSError:
-        pass
-    try:
-        Path("/proc/self/autogroup").write_text(f"{SUITE_NICE}\n")
-    except OSError:  # no autogroup (kernel without it), or not allowed: the nice value alone
-        pass
-
-
 @pytest.fixture(scope="session", autouse=True)
 def dag_runs(request, tmp_path_factory):
     """When `dag` tests are selected, their Snakemake runs start with the session, beside the other tests
@@ -111,7 +89,6 @@ def dag_runs(request, tmp_path_factory):
     from tests.background import start_dag_runs
 
     runs = start_dag_runs(tmp_path_factory.mktemp("dag"))
-    yield_to(runs)
     try:
         yield runs
     finally:

@@ -4,9 +4,9 @@ its job when changed.
 
 Three checks: the stages hold no other read of the configuration (the source, parsed); every rule that hands a
 stage the configuration lists that stage's settings (the rules, parsed); and Snakemake itself, on the quick
-profile with one setting of each stage changed, changes the params of every job of those stages, and of none
-that reads no changed setting: params are one of Snakemake's rerun triggers (the default), so those jobs, and
-only those, rerun in a kept run folder.
+profile with one setting of each stage changed (one dry run), changes the params of every job of those stages,
+and of none that reads no changed setting: params are one of Snakemake's rerun triggers (the default), so those
+jobs, and only those, rerun in a kept run folder.
 """
 
 from __future__ import annotations
@@ -67,20 +67,23 @@ def test_every_rule_that_hands_a_stage_the_configuration_lists_its_settings():
 
 # One setting per stage, each changed within its schema's bounds, and the rules whose every job must then rerun
 # (their params change) and, for the stages' own settings, nothing else: the quick DAG's jobs against the stored
-# snapshot (tests/data/dag/quick.json), both from tools/dag_jobs.py.
+# snapshot (tests/data/dag/quick.json), both from tools/dag_jobs.py, in one dry run. The training's setting is a
+# named checkpoint's declared head (issue 61: read outside the stage's settings, so a change reran nothing): the
+# trainings that name it must rerun, and only they.
+NAMED = "minilm-l6-bi-encoder"
 CHANGES = {
     "seeded_folds": {"seed": 43},                                    # collections: export, folds, stats
     "java_heap": "5g",                                               # index and retrieve
     "retrieval": {"depth": 999},                                     # retrieve
     "segment": {"max_length": 255},                                  # segment (each paper's)
-    "training": {"weight_decay": 0.02},                              # train
+    "checkpoints": {NAMED: {"head": "mean_pooling"}},                # train (those naming it), score (its own)
     "score": {"shard_size": 19999},                                  # score (each paper's)
     "birch": {"fusion": {"alpha_step": 0.05}},                       # fuse
     "compare": {"model": 0.02},                                      # compare
     "reproduction": {"cranfield-thesis-bm25": {"depth": 99}},        # run_reproduction
 }
 RERUN = {"export_collection", "folds", "index", "retrieve", "segment", "segment_documents", "segment_provided_documents",
-         "segment_ntnu", "train", "score", "score_radboud", "score_ntnu", "fuse_birch", "compare"}
+         "segment_ntnu", "score", "score_radboud", "score_ntnu", "fuse_birch", "compare"}
 
 
 @pytest.mark.slow
@@ -89,6 +92,9 @@ def test_a_changed_setting_reruns_each_job_that_reads_it(tmp_path, birch_data):
     sys.path.insert(0, str(REPO / "tools"))
     import dag_jobs
 
+    from reranker import experiments
+    from reranker.core.config import CHECKPOINT_SETTINGS, training_config
+
     layer = tmp_path / "changed.yaml"
     layer.write_text(yaml.safe_dump(CHANGES))
     stored = {(j["rule"], *j["outputs"]): j["params"] for j in json.loads((REPO / "tests/data/dag/quick.json").read_text())}
@@ -96,33 +102,16 @@ def test_a_changed_setting_reruns_each_job_that_reads_it(tmp_path, birch_data):
     moved_jobs = [j for j in today if j["params"] != stored[(j["rule"], *j["outputs"])]]
     moved = {j["rule"] for j in moved_jobs}
     kept = {j["rule"] for j in today if j["params"] == stored[(j["rule"], *j["outputs"])]}
-    # a run-level reproduction pair's job, and not the other pair's
-    assert [j["outputs"] for j in moved_jobs if j["rule"] == "run_reproduction"] == [
-        ["{run_dir}/numbers/reproduction/cranfield-thesis-bm25.json"]]
     assert not RERUN & kept, f"jobs that read a changed setting and would not rerun: {sorted(RERUN & kept)}"
     assert RERUN <= moved
     unrelated = {"aggregate", "rerank_ntnu", "rerank_radboud", "join_fold_scores", "evaluate", "radboud_agreement"}
     assert not unrelated & moved, f"reruns without a changed setting: {sorted(unrelated & moved)}"
-
-
-@pytest.mark.slow
-def test_a_named_checkpoints_entry_reruns_the_trainings_that_name_it(tmp_path, birch_data):
-    """A teacher's or positive filter's declared head is read by the training that names it (issue 61: it was
-    read outside the stage's settings, so a change reran nothing): exactly those trainings rerun."""
-    sys.path.insert(0, str(REPO / "tools"))
-    import dag_jobs
-
-    from reranker import experiments
-    from reranker.core.config import CHECKPOINT_SETTINGS, training_config
-
-    named = "minilm-l6-bi-encoder"
-    layer = tmp_path / "changed.yaml"
-    layer.write_text(yaml.safe_dump({"checkpoints": {named: {"head": "mean_pooling"}}}))
+    # a run-level reproduction pair's job, and not the other pair's
+    assert [j["outputs"] for j in moved_jobs if j["rule"] == "run_reproduction"] == [
+        ["{run_dir}/numbers/reproduction/cranfield-thesis-bm25.json"]]
+    # exactly the trainings whose training names the changed checkpoint (teacher, positive filter, head source)
     config = experiments.load_config([REPO / "workflow/config/checkpoints.yaml", REPO / "workflow/config/config.yaml", QUICK])
-    stored = {(j["rule"], *j["outputs"]): j["params"] for j in json.loads((REPO / "tests/data/dag/quick.json").read_text())}
-    today = dag_jobs.jobs("quick", tmp_path / "quick", configfiles=[str(QUICK), str(layer)])
-    moved = {j["outputs"][0].split("/")[-2] for j in today
-             if j["rule"] == "train" and j["params"] != stored[(j["rule"], *j["outputs"])]}
     trained = {j["outputs"][0].split("/")[-2] for j in today if j["rule"] == "train"}
-    naming = {c for c in trained if any(training_config(config, c).get(s) == named for s in CHECKPOINT_SETTINGS)}
-    assert naming and moved == naming, (sorted(moved - naming), sorted(naming - moved))
+    retrained = {j["outputs"][0].split("/")[-2] for j in moved_jobs if j["rule"] == "train"}
+    naming = {c for c in trained if any(training_config(config, c).get(s) == NAMED for s in CHECKPOINT_SETTINGS)}
+    assert naming and retrained == naming, (sorted(retrained - naming), sorted(naming - retrained))
