@@ -144,32 +144,33 @@ def rank_quality(classifier: models.Classifier, source: Source, qids: list[str])
 
 
 def test_a_few_hundred_steps_learn_below_the_label_prior(scifact, tmp_path):
-    """The default recipe, shortened: mean-pooled head, lr 1e-4, 7 BM25 negatives per positive, 300
+    """The default recipe, shortened: mean-pooled head, lr 1e-4, 7 BM25 negatives per positive, 200
     steps of 16 pairs, 64 tokens. Held-out queries (never trained on) end clearly below the label-prior
     loss and rank their positives higher; a separate held-out split, scored outside the trainer, agrees.
-    (64 tokens, not the default's 128, halve the cost: measured, held-out loss 0.240 against a prior of
-    0.377 and MRR 0.32 -> 0.79; with 128 tokens 0.93x the prior was reached too. Batches of 8 instead
-    ended at the prior: 0.376.)"""
+    (64 tokens, not the default's 128, halve the cost. Measured: 200 steps, held-out loss 0.305 against a
+    prior of 0.377 (0.81x), MRR 0.32 -> 0.77, the separate split 0.27 -> 0.73, 154 s alone; 300 steps
+    reached 0.240 and MRR 0.79 for half as much again. With 128 tokens 0.93x the prior was reached too.
+    Batches of 8 instead ended at the prior: 0.376.)"""
     train_qids, held_out = split(scifact)
     source, _ = with_qids(scifact, train_qids, tmp_path)
-    config = TrainingConfig(max_length=64, learning_rate=1e-4, negatives_per_positive=7, max_pairs=4800,
+    config = TrainingConfig(max_length=64, learning_rate=1e-4, negatives_per_positive=7, max_pairs=3200,
                             epochs=1, eval_every=100)
     out = train(MINILM, source, tmp_path / "scifact", config)
 
     meta = models.read_meta(out)
     record = meta["sources"][0]
-    # SciFact's few queries longer than 64 tokens are left out, with a record: 300 steps less their pairs.
+    # SciFact's few queries longer than 64 tokens are left out, with a record: 200 steps less their pairs.
     left_out = record["long_queries_left_out"]["pairs"]
-    steps = -(-(4800 - left_out) // 16)
+    steps = -(-(3200 - left_out) // 16)
     assert meta["complete"] and meta["head"] == "mean_pooling" and 0 <= left_out < 64 and meta["steps"] == steps
-    assert record["pairs"] == 4800 and record["validation_queries"] == round(0.1 * len(train_qids))
+    assert record["pairs"] == 3200 and record["validation_queries"] == round(0.1 * len(train_qids))
     v = meta["validation"]
     print(f"held-out loss {v['untrained_loss']:.3f} -> {v['loss']:.3f} at step {v['selected_step']} "
           f"(prior {v['prior_loss']:.3f}); MRR {v['untrained_mrr']:.3f} -> {v['mrr']:.3f}")
     assert v["loss"] < 0.93 * v["prior_loss"], "held-out loss did not get clearly below the label prior"
     assert v["mrr"] > v["untrained_mrr"] + 0.1
     checks = [json.loads(line) for line in open(out / VALIDATION_FILE)]
-    assert [c["step"] for c in checks] == [0, 100, 200, steps]
+    assert [c["step"] for c in checks] == [0, 100, steps]
     assert min(c["validation_loss"] for c in checks) == v["loss"]  # the kept weights are the best step's
 
     assert not set(held_out) & set(train_qids)
@@ -182,7 +183,7 @@ def test_a_few_hundred_steps_learn_below_the_label_prior(scifact, tmp_path):
 
     log = [json.loads(line) for line in open(out / LOG_FILE)]
     assert [entry["step"] for entry in log] == list(range(1, steps + 1)) and (out / PLOT_FILE).stat().st_size > 0
-    lrs = [entry["lr"] for entry in log]  # 30 warm-up steps (10%), then a linear decay
+    lrs = [entry["lr"] for entry in log]  # 20 warm-up steps (10%), then a linear decay
     assert lrs.index(max(lrs)) == round(0.1 * steps) and max(lrs) == pytest.approx(config.learning_rate)
     peak = lrs.index(max(lrs))
     assert lrs == sorted(lrs[:peak + 1]) + sorted(lrs[peak + 1:], reverse=True)
