@@ -73,6 +73,10 @@ class Jobs:
         """Every output of the jobs that make this job's inputs: written with an input, in the same job."""
         return {out for path in job["input"] if path in self.maker for out in self.maker[path]["outputs"]}
 
+    def made_with(self, job: dict) -> set[str]:
+        """The files written with this job's inputs (siblings) and the run and qrels its evaluations name."""
+        return self.siblings(job) | {p for d in job["input"] if d.endswith(".json") for p in self.sources(d)}
+
     def sources(self, path: str) -> list[str]:
         """The run and qrels an evaluation JSON names (tables hash them into their numbers' provenance)."""
         if path not in self._sources:
@@ -84,7 +88,8 @@ class Jobs:
         return self._sources[path]
 
 
-def allowed(path: str, job: dict, run_dir: Path, jobs: Jobs) -> bool:
+def allowed(path: str, job: dict, run_dir: Path, made_with: set[str]) -> bool:
+    """`made_with`: the job's siblings and its evaluations' sources (Jobs.made_with), computed once per job."""
     declared = set(job["input"])
     if path in declared or path == str(run_dir / "config.yaml") or path.startswith(str(run_dir / PATTERNS["score_cache"])):
         return True
@@ -100,9 +105,7 @@ def allowed(path: str, job: dict, run_dir: Path, jobs: Jobs) -> bool:
         return True
     if path.endswith(".meta.json") and path.removesuffix(".meta.json") in declared:
         return True  # a declared file's sidecar: written with it, and checked against it by the reader
-    if path in jobs.siblings(job):
-        return True
-    return any(path in jobs.sources(d) for d in declared if d.endswith(".json"))
+    return path in made_with
 
 
 def check(run_dir: Path, opened: Path, tmp: Path) -> tuple[int, list[str], list[str]]:
@@ -121,7 +124,8 @@ def check(run_dir: Path, opened: Path, tmp: Path) -> tuple[int, list[str], list[
             continue
         checked += 1
         if job["rule"] not in RUN_RECORDS:
-            undeclared += [f"{job['rule']}: {p}" for p in reads if not allowed(p, job, run_dir, jobs)]
+            made_with = jobs.made_with(job)
+            undeclared += [f"{job['rule']}: {p}" for p in reads if not allowed(p, job, run_dir, made_with)]
     return checked, unmatched, sorted(set(undeclared))
 
 

@@ -16,14 +16,15 @@ BASELINES_NOTE = (
 )
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
 TABLE_SPECS = EXP.specs
-# Every figure's caption, from the rule that draws it (its params.figure_caption, which the report shows): stored
-# beside the figures, since the report is rebuilt by every run and not kept (reranker/formats/captions.py).
-# Every file a figure rule draws (each figure, and the points of one a claim reads): read by the seed index.
-FIGURE_FILES = sorted({str(f) for rule_ in workflow.rules if "figure_caption" in rule_.params.keys() for f in rule_.output})
+# The rules that draw figures: those whose params caption them (the report's caption, figure_report).
+FIGURE_RULES = [rule_ for rule_ in workflow.rules if "figure_caption" in rule_.params.keys()]
+# Every file they draw (each figure, and the points of one a claim reads): read by the seed index.
+FIGURE_FILES = sorted({str(f) for rule_ in FIGURE_RULES for f in rule_.output})
+# Every figure's caption, from the rule that draws it: stored beside the figures, since the report is rebuilt by
+# every run and not kept (reranker/formats/captions.py).
 FIGURE_CAPTIONS = {
     os.path.basename(str(figure)): rule_.params.figure_caption
-    for rule_ in workflow.rules
-    if "figure_caption" in rule_.params.keys()
+    for rule_ in FIGURE_RULES
     for figure in rule_.output
     if is_flagged(figure, "report") and str(figure).endswith(".png")
 }
