@@ -78,6 +78,17 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: item.get_closest_marker("dag") is not None)  # stable: the order otherwise kept
 
 
+BACKGROUND: dict = {}  # the session's background runs, for the summary below
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How long each background run took beside the suite: whether the quick DAG is the critical path."""
+    for name, run in BACKGROUND.items():
+        took = run.took()
+        terminalreporter.write_line(f"background run {name}: " + (f"{took:.0f} s" if took is not None else "stopped")
+                                    + f", from the session's start ({run.log})")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def dag_runs(request, tmp_path_factory):
     """When `dag` tests are selected, their Snakemake runs start with the session, beside the other tests
@@ -89,6 +100,7 @@ def dag_runs(request, tmp_path_factory):
     from tests.background import start_dag_runs
 
     runs = start_dag_runs(tmp_path_factory.mktemp("dag"))
+    BACKGROUND.update(runs)
     try:
         yield runs
     finally:
