@@ -58,7 +58,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 
 def fuse_birch(corpus: dict[str, Path], out: Path, top_n: int = 3, evidence: bool = True, config: str = "") -> Path:
-    argv = ["birch", "--run", str(corpus["run.txt"]), "--scores", str(corpus["scores.tsv"]), "--qrels",
+    argv = ["birch", "--section", "birch", "--run", str(corpus["run.txt"]), "--scores", str(corpus["scores.tsv"]), "--qrels",
             str(corpus["qrels.txt"]), "--folds", str(corpus["folds.json"]), "--top-n", str(top_n),
             "--out", str(out), "--params-out", str(out.with_suffix(".json"))]
     if evidence:

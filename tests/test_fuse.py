@@ -233,7 +233,7 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data, capsys):
     out, params_out = tmp_path / "birch.run", tmp_path / "birch.json"
     step_config = tmp_path / "step.yaml"  # settings come from a config layered over the default
     step_config.write_text(f"birch: {{fusion: {{alpha_step: {STEP}, weight_step: {STEP}}}}}\n")
-    assert fuse.main(["birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
+    assert fuse.main(["birch", "--section", "birch", "--run", str(paths["run.txt"]), "--scores", str(paths["scores.tsv"]),
                       "--qrels", str(paths["qrels.txt"]), "--folds", str(paths["folds.json"]), "--top-n", "2",
                       "--config", str(step_config), "--out", str(out), "--params-out", str(params_out)]) == 0
     assert "1 unjudged queries of" in capsys.readouterr().err and "99" not in read_run(out)

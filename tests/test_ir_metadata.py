@@ -83,7 +83,7 @@ def fused_runs(folder: Path) -> dict[str, Path]:
     for name in ("run.txt", "scores.tsv", "qrels.txt", "folds.json"):
         shutil.copy(CORPUS / name, folder / name)
     birch, maxp = folder / "birch.run", folder / "maxp.run"
-    assert fuse.main(["birch", "--collection", "cranfield", "--run", str(folder / "run.txt"), "--scores",
+    assert fuse.main(["birch", "--section", "birch", "--collection", "cranfield", "--run", str(folder / "run.txt"), "--scores",
                       str(folder / "scores.tsv"), "--qrels", str(folder / "qrels.txt"), "--folds", str(folder / "folds.json"),
                       "--top-n", "2", "--out", str(birch), "--params-out", str(folder / "birch.json")]) == 0
     assert fuse.main(["aggregate", "--method", "maxp", "--run", str(birch), "--scores", str(folder / "scores.tsv"),
@@ -102,7 +102,7 @@ def test_fused_runs_carry_primad_that_repro_eval_reads(tmp_path):
     assert birch["data"]["test collection"] == {"name": "cranfield", "source": "ir_datasets", "ir_datasets": "cranfield"}
     assert "RadboudNDCG@20" in birch["research goal"]["evaluation"]["reported measures"]
     assert {s["name"] for s in birch["research goal"]["studies"]} >= {"radboud", "birch"}
-    assert birch["implementation"]["executable"]["cmd"].startswith("python -m reranker fuse birch --collection cranfield")
+    assert birch["implementation"]["executable"]["cmd"].startswith("python -m reranker fuse birch --section birch --collection cranfield")
     assert birch["platform"]["hardware"]["cpu"]["number of cores"] >= 1
     assert any(lib.startswith("ir-measures==") for lib in birch["platform"]["software"]["libraries"]["python"])
     # the aggregation passes the fusion's steps on, reranking its output

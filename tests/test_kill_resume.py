@@ -131,7 +131,7 @@ def test_segment_and_fuse(cranfield, tmp_path):
             for doc in docs:
                 for unit in units.get(doc, []):
                     f.write(f"{qid}\t{doc}\t{unit}\t{rng.gauss(0, 1):.6f}\n")
-    fuse = reranker("fuse", "birch", "--run", str(cranfield["run"]), "--scores", str(scores), "--qrels",
+    fuse = reranker("fuse", "birch", "--section", "birch", "--run", str(cranfield["run"]), "--scores", str(scores), "--qrels",
                     str(cranfield["qrels"]), "--folds", str(cranfield["folds"]), "--top-n", "3")
     outputs = {name: (tmp_path / f"{name}.run", tmp_path / f"{name}.json") for name in ("whole", "killed")}
     fuse_seconds = timed([*fuse, "--out", str(outputs["whole"][0]), "--params-out", str(outputs["whole"][1])])

@@ -131,21 +131,39 @@ CORE_RULES = ("Snakefile", "workflow/rules/common.smk", "workflow/rules/collecti
 
 
 def paper_reads(source: str) -> list[tuple[int, str]]:
-    """(line number, line) of each `x["paper"]`, `x.get("paper")` and `import reranker.experiments.<paper>` in a module."""
-    found, lines = [], source.splitlines()
-    for node in ast.walk(ast.parse(source)):
+    """(line number, line) of each `x["paper"]`, `x.get("paper")`, `import reranker.experiments.<paper>` and a paper's
+    name handed to a settings function (`settings.fuse(config, c, "paper")`: its section read by name) in a module."""
+    found, lines, tree = [], source.splitlines(), ast.parse(source)
+    readers = settings_names(tree)
+    for node in ast.walk(tree):
         key = None
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             key = node.slice.value
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
               and node.args and isinstance(node.args[0], ast.Constant)):
             key = node.args[0].value
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in readers or (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and ast.unparse(node.func.value) in readers):
+            key = next((a.value for a in [*node.args, *(k.value for k in node.keywords)]
+                        if isinstance(a, ast.Constant) and a.value in PAPERS), None)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             key = next((n.rsplit(".", 1)[1] for n in names if n.startswith("reranker.experiments.")), None)
         if key in PAPERS:
             found.append((node.lineno, lines[node.lineno - 1].strip()))
     return found
+
+
+def settings_names(tree: ast.AST) -> set[str]:
+    """The names under which a module reaches reranker.core.settings: the module's alias, or its functions'."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "reranker.core.settings":
+            names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == "reranker.core":
+            names |= {a.asname or a.name for a in node.names if a.name == "settings"}
+    return names
 
 
 def rule_files_text() -> dict[str, str]:
@@ -168,3 +186,7 @@ def test_the_paper_check_sees_subscripts_gets_and_imports():
     source = ('x = config["birch"]["folds"]\ny = config.get("ntnu")\nimport reranker.experiments.radboud\n'
               'z = config["segment"]\nfrom reranker.experiments.base import Plugin\n')
     assert sorted(line for line, _ in paper_reads(source)) == [1, 2, 3]
+    source = ('from reranker.core.settings import fuse as f\nfrom reranker.core import settings as s\n'
+              'a = f(config, c, "birch")\nb = s.score(config, k, section="radboud")\nc = f(config, c, args.section)\n'
+              'd = print("birch")\n')
+    assert sorted(line for line, _ in paper_reads(source)) == [3, 4]  # a section named by the core, not by a flag

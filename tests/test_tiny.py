@@ -78,7 +78,8 @@ def test_every_stage_on_the_tiny_collection(layered, tiny_bert, tmp_path):
     meta = json.loads(Path(str(scores) + ".meta.json").read_text())
     assert meta["pairs"] == len(scores.read_text().splitlines()) > 0
     fused = tmp_path / "birch.run"
-    assert fuse.main(["birch", *c, "--collection", "tiny", "--run", str(tmp_path / "bm25_rm3.run"), "--scores", str(scores),
+    assert fuse.main(["birch", "--section", "birch", *c, "--collection", "tiny", "--run", str(tmp_path / "bm25_rm3.run"),
+                      "--scores", str(scores),
                       "--qrels", str(work / "qrels.txt"), "--folds", str(tmp_path / "folds.json"), "--top-n", "2",
                       "--out", str(fused), "--params-out", str(tmp_path / "birch.json")]) == 0
     assert fuse.main(["aggregate", "--method", "maxp", "--run", str(tmp_path / "bm25_rm3.run"), "--scores", str(scores),

@@ -129,10 +129,13 @@ def score(config: Mapping, checkpoint: str, section: str | None = None) -> dict:
 
 
 def fuse(config: Mapping, collection: str, section: str) -> dict:
-    """The fusion settings of a section (`fuse birch`: birch.fusion) and the collection's relevant grade (none
+    """The fusion settings of a section (`fuse birch --section S`: S.fusion) and the collection's relevant grade (none
     without a collection: the stage then takes the entry's default)."""
     grade = {"relevant_min_grade": config["collections"][collection]["relevant_min_grade"]} if collection else {}
-    return {**_section(config, section)["fusion"], **grade}
+    fusion = _section(config, section).get("fusion")
+    if not isinstance(fusion, Mapping):
+        raise InputError(f"--section {section}: the configuration's {section} section has no fusion: settings")
+    return {**fusion, **grade}
 
 
 def compare(config: Mapping) -> dict:

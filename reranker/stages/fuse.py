@@ -45,7 +45,7 @@ def run_birch(args: argparse.Namespace) -> int:
     evidence = evidence_inputs(args)
     tracker = run_metadata.Tracker()
     config = load_config(args.config)
-    fusion = fuse_settings(config, args.collection, "birch")
+    fusion = fuse_settings(config, args.collection, args.section)
     min_grade = fusion["relevant_min_grade"] if args.collection else entry_defaults("collection")["relevant_min_grade"]
     alpha_step, weight_step, normalise = fusion["alpha_step"], fusion["weight_step"], fusion["normalise"]
     run, qrels, folds = read_run(args.run), read_qrels(args.qrels), read_folds(args.folds)
@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     birch.add_argument("--top-n", type=int, choices=TOP_N, required=True, help="n of nS: how many top unit scores")
     birch.add_argument("--out", required=True, help="fused TREC run (the joined test folds)")
     birch.add_argument("--params-out", required=True, help="JSON with the choice per fold and the conventions")
-    add_config(birch, "birch.fusion; the collection's relevant_min_grade")
+    add_config(birch, "SECTION.fusion; the collection's relevant_min_grade")
+    birch.add_argument("--section", required=True, help="the configuration section whose fusion: settings apply "
+                       "(the paper's that runs the fusion; its rules pass it)")
     birch.add_argument("--collection", help="the collection id (its relevant_min_grade)")
     birch.add_argument("--tag", help="run tag (default birch-<n>S)")
     birch.add_argument("--evidence-out", help="the sentences behind each fused score, gzipped JSONL (docs/evidence.md): "

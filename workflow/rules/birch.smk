@@ -120,7 +120,7 @@ rule fuse_birch:
         settings=lambda w: settings("fuse", collection=w.collection, section="birch"),
         id=collection_id,
     shell:
-        "python -m reranker fuse birch --config {params.config} --collection {params.id} --run {input.run}"
+        "python -m reranker fuse birch --config {params.config} --section birch --collection {params.id} --run {input.run}"
         " --scores {input.scores} --qrels {input.qrels} --folds {input.folds} --top-n {wildcards.n}"
         " --segments {input.segments} --docs {input.docs} --evidence-out {output.evidence}"
         " --out {output.run} --params-out {output.params} 2> {log}"
