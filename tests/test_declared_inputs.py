@@ -1,7 +1,8 @@
 """Every rule declares what its stage reads (issue 61): the quick DAG's stages record the files they open
 (reranker/core/opened.py, BIRCH_OPENED set by tests/background.py), and each file a stage read from the run
-folder or the data folder must be a declared input of its job (Snakemake's own list, tools/dag_trace.py), or
-under a declared folder: else a change to it reruns nothing and nothing orders the job after its maker.
+folder, the data folder or the reference (results/quick, which compare reads) must be a declared input of its
+job (Snakemake's own list, tools/dag_trace.py), or under a declared folder: else a change to it reruns nothing
+and nothing orders the job after its maker.
 
 Read without declaring, by design: the run's resolved config.yaml (its settings are the job's params), the score
 cache (a content-addressed store shared by every score job), the job's own outputs and their staging (a resumed
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reranker.formats.layout import PATTERNS
 
@@ -112,10 +114,12 @@ def check(run_dir: Path, opened: Path, tmp: Path) -> tuple[int, list[str], list[
     """(stage runs checked, records matched to no job, `rule: path` read but not declared)."""
     records = [json.loads(p.read_text()) for p in sorted(opened.glob("*.json"))]
     data = Path(os.environ.get("BIRCH_DATA", REPO / "data")).resolve()
+    reference = os.path.join(REPO, yaml.safe_load((run_dir / "config.yaml").read_text())["reference"])
+    roots = tuple(str(root) + os.sep for root in (run_dir, data, os.path.abspath(reference)))
     jobs = Jobs(jobs_of(run_dir, tmp))
     undeclared, unmatched, checked = [], [], 0
     for record in records:
-        reads = [p for p in record["read"] if p.startswith(str(run_dir) + os.sep) or p.startswith(str(data) + os.sep)]
+        reads = [p for p in record["read"] if p.startswith(roots)]
         if not reads:
             continue
         job = job_of(record, jobs.jobs)

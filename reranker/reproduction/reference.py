@@ -77,6 +77,15 @@ def kind_of(table: str, key: tuple[str, ...]) -> str:
     return "lucene" if table in LUCENE_TABLES or LUCENE_ROWS & set(key) else "model"
 
 
+def read_from(reference: str | Path) -> list[str]:
+    """The reference's files a comparison reads, as absolute paths: its numbers and its table files (those made
+    after the comparison left out). The compare rule's inputs, so that a changed reference (a promote, a
+    checkout) is compared again."""
+    folder = Path(reference).absolute()
+    return sorted(str(p) for pattern in ("numbers/*.json", "tables/*") for p in folder.glob(pattern)
+                  if p.is_file() and p.stem not in AFTER_COMPARISON)
+
+
 def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, float]) -> list[Difference]:
     differences = []
     names = sorted(({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})

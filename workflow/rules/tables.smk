@@ -3,6 +3,7 @@ from snakemake.io import is_flagged
 
 from reranker.formats import captions
 from reranker.formats.table_spec import write_spec
+from reranker.reproduction import reference
 
 # Ours, then each paper's own (reranker/experiments: the registry of the papers this configuration asks for).
 TABLES = [PATH("table", table="baselines"), PATH("table", table="dataset_stats")]
@@ -123,6 +124,7 @@ rule compare:
     """Every number of this run against the stored reference, within the configured tolerances."""
     input:
         TABLES,
+        reference=reference.read_from(config["reference"]),
     output:
         PATH("comparison"),
     log:
