@@ -354,8 +354,11 @@ def sweep_figure(numbers: Mapping[str, Mapping[str, Mapping[str, float]]], measu
     _save(fig, path)
 
 
+PER_QUERY_FIGURE_MEASURE = "AP@1000"  # the per-query figure's measure (its file and caption say AP)
+
+
 def per_query_difference_figure(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str,
-                                path: str | os.PathLike, measure: str = "AP@1000") -> dict[str, str]:
+                                path: str | os.PathLike, measure: str = PER_QUERY_FIGURE_MEASURE) -> dict[str, str]:
     """Per collection, the best row's per-query `measure` minus the baseline's, sorted: where it helps and hurts."""
     plt = _pyplot()
     groups = list(dict.fromkeys(g for g, _, _ in entries))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.table_spec import Spec
-from reranker.report.figures import per_query_difference_figure
+from reranker.report.figures import PER_QUERY_FIGURE_MEASURE, per_query_difference_figure
 from reranker.report.labels import TableError
 from reranker.report.notes import checkpoint_note, folds_note
 from reranker.report.table import SECOND_SIGNIFICANT, SIGNIFICANT, Table, Value, add_notes_and_source, write_outputs
@@ -142,12 +142,24 @@ def checkpoints_record(trained: Mapping[str, Sequence[Mapping]]) -> dict[str, di
             for label, metas in trained.items()}
 
 
+def check_figure_inputs(entries: Sequence[tuple[str, str, Evaluation]], baseline_row: str | None) -> None:
+    """`--figure` plots each group's best row's per-query AP@1000 against the baseline row: both must be there."""
+    if not baseline_row:
+        raise TableError("--figure: plots per-query differences against the baseline row: give --baseline-row")
+    lacking = [f"{group}/{row}" for group, row, evaluation in entries if PER_QUERY_FIGURE_MEASURE not in evaluation.per_query]
+    if lacking:
+        raise TableError(f"--figure: plots per-query {PER_QUERY_FIGURE_MEASURE}, which the evaluations of {', '.join(lacking[:3])}"
+                         f"{' and more' if len(lacking) > 3 else ''} lack: evaluate them with it, or leave out --figure")
+
+
 def write_results(args: argparse.Namespace, cells: Spec) -> list[Path]:
     """`tables results`: the table of the spec's records (`eval`, `value`, `value_format`, `summary_row`,
     `checkpoints`, `note`), its per-query figure (--figure), its files and its numbers; the paths written."""
     values, value_formats, inputs = value_cells(cells["value"], cells["value_format"])  # before writing anything
     entries, read = read_entries(cells["eval"])
     inputs += read
+    if args.figure:
+        check_figure_inputs(entries, args.baseline_row)
     table = results_table(entries, args.measures, caption=args.caption, row_header=args.row_header, bold=not args.no_bold,
                           baseline_row=args.baseline_row, second_row=args.second_baseline_row, alpha=args.alpha,
                           correction=args.correction)
