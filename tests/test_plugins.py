@@ -82,7 +82,7 @@ def test_a_plugin_path_clashing_with_the_core_is_refused(tmp_path, monkeypatch):
     assert experiment.layout.path("fake_scores", collection="c", checkpoint="m", k=5) == f"{tmp_path}/work/scores/c/m/bm25.k5.fake-docs.tsv"
     fake = experiments.load([FAKE])["fake_paper"]
     for clash in ({"docs": "work/fake/docs.jsonl"}, {"fake_docs": "work/collections/{collection}/docs.jsonl"},
-                  {"fusion_dir": "work/fake-fusion"}):  # a suite's name, a suite's pattern, another plugin's name
+                  {"fusion_params": "work/fake-fusion/{collection}.json"}):  # a suite's name, a suite's pattern, another plugin's name
         monkeypatch.setattr(fake, "paths", clash)
         with pytest.raises(ConfigError, match="plugin fake_paper: its paths .* are already in the run folder's layout"):
             Experiment(config)

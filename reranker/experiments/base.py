@@ -246,6 +246,10 @@ class Plugin:
         """Loss-curve figures copied from its `table_finetuned` checkpoints' folders (loss.png), in that order."""
         return []
 
+    def fusion_params(self) -> list[str]:
+        """The fusion choices (per fold) of its main table's fused rows, published beside the table."""
+        return []
+
     def split_table(self) -> str | None:
         """The table whose gap to the source is split into first stage and reranker (None: none)."""
         return None

@@ -19,7 +19,6 @@ from reranker.experiments.base import PRECISION_WORDS, Plugin
 class Birch(Plugin, name="birch"):
     paths = {
         "fusion_params": "work/fusion/{collection}/birch.{checkpoint}.{n}S.json",
-        "fusion_dir": "work/fusion",
         "fusion": "fusion",  # published: the chosen a, w per fold, beside the main table
         "evidence_moves": "evidence/birch_moves.html",  # shown in the report; neither compared nor promoted
     }
@@ -121,6 +120,12 @@ class Birch(Plugin, name="birch"):
         """Fine-tuned checkpoints behind any row of the main table (each gets a note and a loss curve)."""
         names = self.section["checkpoints"] + ([self.section["passage_checkpoint"]] if self.section["passage_checkpoint"] else [])
         return self.exp.finetuned(dict.fromkeys(names))
+
+    def fusion_params(self) -> list[str]:
+        """The choices of a and w per fold of every fused row of the main table (its `fusion/` folder)."""
+        return [self.layout.path("fusion_params", collection=s, checkpoint=c, n=n) for s in self.target_slugs
+                for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])
+                for n in self.section["fusion"]["top_n"]]
 
     def score_metas(self) -> list[str]:
         return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.first_stage, k=self.candidates,

@@ -153,6 +153,7 @@ rule birch_main_table:
         checkpoints=spec_files("birch_main", "checkpoints"),
         sources=SOURCE_NUMBERS,
         spec=PATH("table_spec", table="birch_main"),
+        fusion=BIRCH.fusion_params(),
     output:
         md=PATH("table", table="birch_main"),
         csv=PATH("table_stem", table="birch_main") + ".csv",
@@ -180,7 +181,6 @@ rule birch_main_table:
         measures=" ".join(CFG["measures"]),
         out=lambda w, output: output.md[: -len(".md")],
         command=CFG["run_command"],
-        fusion_work=PATH("fusion_dir"),
         copy_curves=" && ".join(
             f"cp {PATH('checkpoint_dir', checkpoint=c)}/loss.png {curve}" for c, curve in zip(BIRCH.table_finetuned, BIRCH.copied_curves())
         )
@@ -188,7 +188,8 @@ rule birch_main_table:
         folds_dir=lambda w, output: os.path.dirname(output.folds[0]),
     shell:
         "mkdir -p {params.folds_dir} {output.fusion} && cp {input.folds} {params.folds_dir}/"
-        " && cp -r {params.fusion_work}/. {output.fusion}/ && {params.copy_curves}"
+        " && for f in {input.fusion}; do c={output.fusion}/$(basename $(dirname $f)); mkdir -p $c && cp $f $c/; done"
+        " && {params.copy_curves}"
         " && python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
         " --measures {params.measures} --caption {params.caption:q} --formats md csv tex html"
         " --figure {output.figure} --meta {input.meta} --sources {input.sources}"
