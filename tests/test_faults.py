@@ -191,7 +191,7 @@ def test_segment_on_a_full_disk(disk, collection, capsys):
 
 
 def test_fuse_on_a_full_disk(disk, collection, capsys):
-    argv = ["birch", "--run", str(collection["run"]), "--scores", str(collection["scores"]), "--qrels",
+    argv = ["birch", "--section", "birch", "--run", str(collection["run"]), "--scores", str(collection["scores"]), "--qrels",
             str(collection["qrels"]), "--folds", str(collection["folds"]), "--top-n", "3", "--out",
             str(disk.path / "fused.run"), "--params-out", str(disk.path / "fused.json")]
     whole, _ = full_then_freed(disk, in_process(fuse, argv, capsys), "fuse", ["fused.run", "fused.json"])
