@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reranker.core import settings
 from reranker.experiments import load_config
 from reranker.formats.errors import FormatError
 from reranker.formats.ir_metadata import run_body as body
@@ -190,7 +191,8 @@ def test_cli_takes_per_fold_parameters_from_the_config(cranfield, tmp_path):
     assert retrieve.main(argv + ["--folds", str(folds)]) == 0
 
     default = RetrievalParams("bm25", k1=0.9, b=0.6)
-    assert retrieve.params_from_config(config, "bm25", "cranfield") == (default, {"a": default.replace(k1=1.6)})
+    found = retrieve.params_from_settings(settings.retrieve(config, "cranfield", "bm25"), "bm25")
+    assert found == (default, {"a": default.replace(k1=1.6)})
     expected = retrieve.retrieve_per_fold(cranfield["index"], cranfield["topics"], default, {"a": default.replace(k1=1.6)},
                                           retrieve.read_folds(folds), depth=20)
     write_run(expected, tmp_path / "expected", tag="bm25")

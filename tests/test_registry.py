@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reranker.core import config as cfg
-from reranker.core import registry
+from reranker.core import registry, settings
 from reranker.experiments import load_config
 from reranker.ranking.aggregation import aggregate
 from reranker.stages import retrieve
@@ -38,7 +38,7 @@ def test_a_new_first_stage_and_aggregator_reach_schema_rows_and_stages(registere
     assert any(e["group"] == "BM25+RM3 (20 terms)" and e["row"] == "cranfield" for e in experiment.baseline_spec()["eval"])
     assert "BM25+RM3 (20 terms) (fb_terms=20, fb_docs=10, original_query_weight=0.5)" in experiment.baselines_caption()
     assert re.fullmatch(registry.wildcard_pattern(registry.FIRST_STAGES), "bm25_rm3_20")
-    default, _ = retrieve.params_from_config(config, "bm25_rm3_20")
+    default, _ = retrieve.params_from_settings(settings.retrieve(config, None, "bm25_rm3_20"), "bm25_rm3_20")
     assert default.fb_terms == 20 and "fb_terms=20" in default.describe()
     run = {"q": {"a": 3.0, "b": 2.0}}
     units = {"q": {"a": [0.1, 0.9, 0.5], "b": [0.8]}}

@@ -192,19 +192,10 @@ def retrieve_per_fold(index_dir: str | os.PathLike, topics: Mapping[str, str], d
     return run
 
 
-def params_from_config(config: Mapping, model: str, collection: str | None = None
-                       ) -> tuple[RetrievalParams, dict[str, RetrievalParams]]:
-    """Default and per-fold parameters: `retrieval.models[model]`, then `retrieval.overrides[collection][model]`.
-
-    A `folds:` mapping (fold -> parameters) in either is applied over the rest, fold by fold.
-    """
-    from reranker.core import settings as stage_settings
-
-    return params_from_settings(stage_settings.retrieve(config, collection, model), model)
-
-
 def params_from_settings(settings: Mapping, model: str) -> tuple[RetrievalParams, dict[str, RetrievalParams]]:
-    """The same from the stage's settings (reranker.core.settings.retrieve)."""
+    """Default and per-fold parameters from the stage's settings (reranker.core.settings.retrieve): the model's
+    entry, then the collection's overrides; a `folds:` mapping (fold -> parameters) in either is applied over the
+    rest, fold by fold."""
     from reranker.core.config import merge
 
     values = merge(dict(settings["model"]), settings["overrides"] or {})
