@@ -9,7 +9,6 @@ from snakemake.utils import min_version
 
 from reranker import experiments
 from reranker.core.config import write_resolved
-from reranker.corpora.load import load_collection
 from reranker.workflow.run_lock import RunLock
 from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
 
@@ -38,7 +37,7 @@ else:
     CONFIG_FILE = EXP.layout.path("config")  # the holder's, unchanged
 
 for cid in EXP.collections_to_check():
-    load_collection(cid, CFG).check_files()  # name every missing file, and where it goes, before any job starts
+    EXP.loaded(cid).check_files()  # name every missing file, and where it goes, before any job starts
 
 
 onstart:

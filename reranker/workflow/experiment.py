@@ -13,6 +13,7 @@ from reranker import experiments
 from reranker.core import settings as stage_settings
 from reranker.core.config import CHECKPOINT_SETTINGS, checkpoint_config, slug, training_config
 from reranker.core.registry import FIRST_STAGES
+from reranker.corpora.base import Collection
 from reranker.corpora.load import load_collection
 from reranker.formats.layout import Layout
 
@@ -44,6 +45,7 @@ class Experiment:
         self.layout = layout
         self.prefixes = [cls.checkpoint_prefix for cls in registry.values() if cls.checkpoint_prefix]
         self.slug_to_id = {slug(cid): cid for cid in config["collections"]}
+        self._loaded: dict[str, Collection] = {}  # collections by id, as `loaded` built them
         self.plugins = experiments.active(self)  # the papers this configuration asks for, by name
 
     # Collections -------------------------------------------------------------------------------
@@ -69,11 +71,12 @@ class Experiment:
         ids = [c for plugin in self.plugins.values() for c in plugin.collections()]
         return list(dict.fromkeys(ids + self.config["baselines"]["collections"] + self.config["baselines"]["provided_runs"]))
 
-    def collection_files(self, slug: str, kind: str) -> list[str]:
-        """A collection's local raw files (reranker.corpora): `source` (what its export reads) or `folds` (its own
-        folds file): the inputs of its export and folds jobs."""
-        collection = load_collection(self.slug_to_id[slug], self.config)
-        return collection.source_files() if kind == "source" else collection.folds_files()
+    def loaded(self, collection_id: str) -> Collection:
+        """A collection of this configuration (reranker.corpora), loaded once: the Snakefile checks its files, and
+        its export and folds rules declare them."""
+        if collection_id not in self._loaded:
+            self._loaded[collection_id] = load_collection(collection_id, self.config)
+        return self._loaded[collection_id]
 
     def fold_overrides(self, collection_id: str, first_stage: str) -> bool:
         """Whether a first-stage run needs the collection's folds (per-fold parameters)."""

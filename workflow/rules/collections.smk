@@ -1,7 +1,7 @@
 rule export_collection:
     """Docs (JSONL), topics (TSV), qrels (TREC) and statistics of one collection."""
     input:
-        lambda w: EXP.collection_files(w.collection, "source"),  # local raw files; ir_datasets' cache is a store
+        lambda w: EXP.loaded(EXP.slug_to_id[w.collection]).source_files(),  # local raw files; ir_datasets' cache is a store
     output:
         docs=P("docs"),
         topics=P("topics"),
@@ -25,7 +25,7 @@ rule export_collection:
 rule folds:
     """The collection's own folds where it has them (Cranfield, Robust04), else a seeded split."""
     input:
-        lambda w: EXP.collection_files(w.collection, "folds"),
+        lambda w: EXP.loaded(EXP.slug_to_id[w.collection]).folds_files(),
     output:
         P("work_folds"),
     log:
