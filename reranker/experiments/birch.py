@@ -86,9 +86,16 @@ class Birch(Plugin, name="birch"):
         """(collection slug, fused run name) whose largest moves the report shows: per target, the first checkpoint
         that applies to it, fused with the most sentences."""
         n = max(self.section["fusion"]["top_n"])
-        found = [(s, next((c for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])), None))
-                 for s in self.target_slugs]
-        return [(s, f"birch.{c}.{n}S") for s, c in found if c]
+        first = {}
+        for s, c in self.scored():
+            first.setdefault(s, c)
+        return [(s, f"birch.{c}.{n}S") for s, c in first.items()]
+
+    def scored(self) -> list[tuple[str, str]]:
+        """(target slug, checkpoint) of every sentence scoring and fusion: each checkpoint on the targets it applies
+        to (none on its own training data), in the configuration's order."""
+        return [(s, c) for s in self.target_slugs for c in self.section["checkpoints"]
+                if self.exp.applies_to(c, self.exp.slug_to_id[s])]
 
     @property
     def units(self) -> list[str]:
@@ -123,14 +130,12 @@ class Birch(Plugin, name="birch"):
 
     def fusion_params(self) -> list[str]:
         """The choices of a and w per fold of every fused row of the main table (its `fusion/` folder)."""
-        return [self.layout.path("fusion_params", collection=s, checkpoint=c, n=n) for s in self.target_slugs
-                for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])
+        return [self.layout.path("fusion_params", collection=s, checkpoint=c, n=n) for s, c in self.scored()
                 for n in self.section["fusion"]["top_n"]]
 
     def score_metas(self) -> list[str]:
         return [self.layout.path("scores_meta", collection=s, checkpoint=c, first_stage=self.first_stage, k=self.candidates,
-                                 unit="sentences")
-                for s in self.target_slugs for c in self.section["checkpoints"] if self.exp.applies_to(c, self.exp.slug_to_id[s])]
+                                 unit="sentences") for s, c in self.scored()]
 
     def spec(self) -> dict[str, list[dict]]:
         """The main table's cells (reranker.formats.table_spec): its evaluations, then each fine-tuned checkpoint
