@@ -30,19 +30,15 @@ class BackgroundRun:
             # its own process group: stop() ends Snakemake and the jobs it started, nothing else
             self.process = subprocess.Popen(self.args, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT, text=True,
                                             env={**os.environ, **(env or {})}, start_new_session=True)
-        self.started = time.monotonic()
         self.started_at = time.time()
         self.stopped = False
-        self.seconds: float | None = None
 
     def wait(self, timeout: float = 3600) -> subprocess.CompletedProcess:
-        if self.seconds is None:
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.stop()
-                raise
-            self.seconds = time.monotonic() - self.started
+        try:
+            self.process.wait(timeout=timeout)  # at once where it has ended
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
         return subprocess.CompletedProcess(self.args, self.process.returncode, stdout=self.log.read_text(), stderr="")
 
     def took(self) -> float | None:

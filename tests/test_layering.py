@@ -142,9 +142,8 @@ def paper_reads(source: str) -> list[tuple[int, str]]:
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
               and node.args and isinstance(node.args[0], ast.Constant)):
             key = node.args[0].value
-        elif isinstance(node, ast.Call) and ast.unparse(node.func) in readers or (
-                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and ast.unparse(node.func.value) in readers):
+        elif isinstance(node, ast.Call) and ast.unparse(  # `fuse(...)` imported from settings, or `settings.fuse(...)`
+                node.func.value if isinstance(node.func, ast.Attribute) else node.func) in readers:
             key = next((a.value for a in [*node.args, *(k.value for k in node.keywords)]
                         if isinstance(a, ast.Constant) and a.value in PAPERS), None)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

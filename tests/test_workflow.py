@@ -44,7 +44,7 @@ def quick_run(dag_runs) -> Path:
     done = dag_runs["quick"].wait()
     assert done.returncode == 0, done.stdout[-12000:]
     out = dag_runs["quick"].run_dir
-    print(f"quick DAG: {dag_runs['quick'].seconds / 60:.1f} min beside the other tests")
+    print(f"quick DAG: {dag_runs['quick'].took() / 60:.1f} min beside the other tests")
     rerun = snakemake("--profile", "workflow/profiles/quick", "--cores", "2", "-n", "--config", f"run_dir={out}")
     assert rerun.returncode == 0
     out.parent.joinpath("rerun.log").write_text(rerun.stdout + rerun.stderr)
