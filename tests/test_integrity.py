@@ -75,8 +75,10 @@ def test_an_older_cache_without_checksums_is_migrated_by_scoring_again(tmp_path,
 def test_resume_reuses_only_shards_that_match_their_checksum(tmp_path, capsys):
     files = {i: tmp_path / f"shard-{i:05d}.tsv" for i in range(4)}
     for i in range(3):
-        write_unit_scores([(str(i), "d1", 0, 0.5), (str(i), "d2", 0, -1.25)], files[i])
-        shards.seal_shard(files[i])
+        built = files[i].with_name(files[i].name + ".built")
+        write_unit_scores([(str(i), "d1", 0, 0.5), (str(i), "d2", 0, -1.25)], built)
+        shards.seal_shard(built, files[i])
+        assert files[i].exists() and not built.exists()
     assert shards.shards_to_score(files) == ([3], 0)
     files[1].write_text(files[1].read_text().replace("0.5", "0.9"))  # same length, one value edited
     files[2].with_name(files[2].name + ".sha256").unlink()  # killed before its checksum, or an older version's

@@ -112,8 +112,10 @@ def test_killed_run_resumes_to_identical_bytes(inputs, pairs, tiny_model_dir, tm
     process = subprocess.Popen([sys.executable, "-m", "reranker", "score", *args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first_shard = shards.shard_dir(resumed) / "shard-00000.tsv"
+    seal = first_shard.with_name(first_shard.name + ".sha256")
     deadline = time.monotonic() + 90
-    while not first_shard.exists() and process.poll() is None and time.monotonic() < deadline:
+    # what resume trusts: the shard with its checksum (the checksum is written first, the shard renamed after it)
+    while not (first_shard.exists() and seal.exists()) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()

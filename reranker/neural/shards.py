@@ -2,8 +2,8 @@
 
 A shard is a block of whole queries (about `shard_size` pairs), written to `<out>.shards/` when it is
 scored, so that a killed run resumes at the shards still missing; the folder's `plan.json` names the
-inputs its shards belong to. Each shard's sha256 is written beside it (`shard-00000.tsv.sha256`) once
-the shard is whole, and checked when a run resumes: a shard that no longer matches, or has no
+inputs its shards belong to. Each shard's sha256 is written beside it (`shard-00000.tsv.sha256`) before
+the whole shard is renamed into place, and checked when a run resumes: a shard that no longer matches, or has no
 checksum (killed between the two, or written by an older version), is scored again, not trusted, and
 the event said on stderr and counted (score's meta: `shards_rejected`). Shards are a cache of work
 done, so recomputing them is the cure; it costs time, never a wrong score.
@@ -74,9 +74,12 @@ def prepare_shards(directory: Path, plan: str) -> None:
     write_text(plan_file, json.dumps({"plan": plan}) + "\n")
 
 
-def seal_shard(shard: Path) -> None:
-    """Record a written shard's sha256 beside it: the mark that it is whole."""
-    write_text(shard.with_name(shard.name + ".sha256"), file_sha256(shard) + "\n")
+def seal_shard(built: Path, shard: Path) -> None:
+    """Publish a shard built at `built`: its sha256 is written beside `shard` first, then the shard is
+    renamed into place, so a shard is never visible without the checksum a resumed run trusts (a kill
+    between the two leaves a checksum with no shard, which is scored again like any missing shard)."""
+    write_text(shard.with_name(shard.name + ".sha256"), file_sha256(built) + "\n")
+    os.replace(built, shard)
 
 
 def shards_to_score(files: dict[int, Path]) -> tuple[list[int], int]:
