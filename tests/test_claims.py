@@ -13,7 +13,7 @@ import yaml
 from reranker import experiments
 from reranker.formats.catalog import DEFAULT_CATALOG, read_catalog
 from reranker.report import notes, seed_index
-from reranker.reproduction import claims, significance
+from reranker.reproduction import claims, lines, significance
 from reranker.reproduction import seeds as seed_file
 from reranker.reproduction import verdicts as v
 from reranker.stages import tables
@@ -113,6 +113,11 @@ COMPARE = {"kind": "compare", "rows": "x", "than": "y", "measure": "AP@1000", "e
     ({"kind": "equal", "rows": "x", "measure": "P@20", "expect": "equal", "cite": "p. 1"}, "missing margin"),
     ({"kind": "observe", "rows": "x", "measure": "P@20", "cite": "p. 1"}, "kind 'observe'"),
     ({"kind": "best", "figure": "f.json", "label": "x", "measure": "P@20", "cite": "p. 1"}, "kind 'best'"),
+    ({**COMPARE, "stated_at": "2 epochs"}, "stated_at: expected a mapping such as"),  # words never match a group
+    ({**COMPARE, "stated_at": {"epoch": 2}}, "unknown keys epoch"),
+    ({**COMPARE, "stated_at": {"select": "worst"}}, "select may only be `best`"),
+    ({**COMPARE, "stated_at": {"epochs": 1.5}}, "epochs: must be a whole number"),
+    ({**COMPARE, "stated_at": {"learning_rate": float("nan")}}, "learning_rate: must be a positive number"),
 ])
 def test_a_bad_seed_file_is_one_line_naming_the_entry_and_writes_nothing(run_dir, tmp_path, capsys, claim, message):
     seeds = seeds_file(tmp_path, [claim])
@@ -186,16 +191,103 @@ def test_a_compare_claim_comes_out_every_way(constructed, expect, row, margin, w
     assert words(constructed, claim) == [word]
 
 
-def test_a_claim_the_source_states_at_another_setting_is_not_judged_there(constructed):
-    claim = {"kind": "compare", "rows": "up", "than": "base", "measure": "AP@1000", "expect": "above"}
-    assert words(constructed, {**claim, "stated_at": "g"}) == ["reproduced"]  # our group is the stated setting
-    result = claims.check({**claim, "cite": "t", "stated_at": "2 epochs"}, {"table": "main"}, constructed)
-    assert result.words == ["not at the source's setting"]
-    assert "the source states it at 2 epochs; ours is g" in result.render() and "uncorrected" in result.render()
+GRID = {"lr 2e-05, 1 epoch": 0.0, "lr 2e-05, 2 epochs": 0.0, "lr 3e-05, 1 epoch": 0.1, "lr 3e-05, 2 epochs": 0.0}  # base's offset
+AGAINST_BASE = {"lr 2e-05, 1 epoch": 0.05, "lr 2e-05, 2 epochs": 0.08, "lr 3e-05, 1 epoch": -0.05, "lr 3e-05, 2 epochs": 0.05}
+
+
+def write_grid(run_dir: Path, provenance: dict | None = None) -> Path:
+    """The thesis' four grid points as groups: "m" above "base" at three, below at lr 3e-5, 1 epoch, where "base" is at
+    its best; "m" is at its best at lr 2e-5, 2 epochs. So each stated setting gives its own verdicts."""
+    values = {g: {"base": BASE + off, "m": BASE + off + AGAINST_BASE[g] + NOISE} for g, off in GRID.items()}
+    numbers = {g: {row: {"AP@1000": float(np.mean(x))} for row, x in rows.items()} for g, rows in values.items()}
+    per_query = {g: {row: {"AP@1000": {f"q{i:03d}": float(v) for i, v in enumerate(x)}} for row, x in rows.items()}
+                 for g, rows in values.items()}
+    layout = {"groups": list(GRID), "rows": ["base", "m"], "measures": ["AP@1000"]}
+    path = run_dir / "numbers" / "main.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"layout": layout, "numbers": numbers, "per_query": per_query, "provenance": provenance or {}}))
+    return run_dir
+
+
+CLAIM = {"kind": "compare", "rows": "m", "than": "base", "measure": "AP@1000", "expect": "above", "cite": "t"}
+
+
+@pytest.mark.parametrize("stated, judged", [  # every form of stated setting the seed file uses, on a four-point grid
+    ({"learning_rate": 2.0e-5, "epochs": 1}, {"m (lr 2e-05, 1 epoch) vs base (lr 2e-05, 1 epoch)": "reproduced"}),
+    ({"learning_rate": 3.0e-5, "epochs": 1}, {"m (lr 3e-05, 1 epoch) vs base (lr 3e-05, 1 epoch)": "contradicted"}),
+    ({"epochs": 2}, {"m (lr 2e-05, 2 epochs) vs base (lr 2e-05, 2 epochs)": "reproduced",
+                     "m (lr 3e-05, 2 epochs) vs base (lr 3e-05, 2 epochs)": "reproduced"}),
+    ({"select": "best"}, {"m (lr 2e-05, 2 epochs) vs base (lr 3e-05, 1 epoch)": "contradicted"}),
+    (None, {f"m ({g}) vs base ({g})": "contradicted" if AGAINST_BASE[g] < 0 else "reproduced" for g in GRID}),
+])
+def test_each_stated_setting_is_judged_exactly_at_its_grid_points(tmp_path, stated, judged):
+    claim = CLAIM if stated is None else {**CLAIM, "stated_at": stated}
+    verdict = claims.check(claim, {"table": "main"}, write_grid(tmp_path))
+    assert {line.rows: line.verdict() for line in verdict.lines} == judged
+
+
+def test_a_setting_no_group_has_is_shown_unjudged_at_ours(tmp_path):
+    write_grid(tmp_path)
+    verdict = claims.check({**CLAIM, "stated_at": {"epochs": 3}}, {"table": "main"}, tmp_path)
+    assert verdict.words == ["not at the source's setting"] * 4
+    assert "the source states it at 3 epochs (every learning rate); ours is lr 2e-05, 1 epoch" in verdict.render()
+    assert "uncorrected" in verdict.render()
+    one = {**CLAIM, "stated_at": {"select": "best"}}  # one grid point has no best of a grid
+    assert words(write_grid_one(tmp_path / "one"), one) == ["not at the source's setting"]
+
+
+def write_grid_one(run_dir: Path) -> Path:
+    write_document(run_dir, {"base": BASE, "m": shifted(-0.05)}, group="lr 3e-05, 1 epoch")
+    return run_dir
+
+
+def test_not_at_the_setting_judges_the_source_own_direction_at_ours(tmp_path):
+    """The source's cells at our grid point give a direction of their own (here below, where the claim at 2 epochs is
+    above): a line judged on our rows, in the corrected family."""
+    write_grid_one(tmp_path)
+    cells = [{"row": None, "source_row": "M", "column": "AP@1000", "at": at, "value": value}
+             for at, value in (("lr 3e-5, 1 epoch", 0.50), ("lr 3e-5, 2 epochs", 0.56))]
+    cells += [{"row": "base", "source_row": "B", "column": "AP@1000", "at": at, "value": 0.55}
+              for at in ("lr 3e-5, 1 epoch", "lr 3e-5, 2 epochs")]
+    sources = {"tables": {"main": {"source": "s", "table": "T", "at": "lr 3e-5, 1 epoch", "cells": cells}}}
+    claim = {**CLAIM, "stated_at": {"epochs": 2}, "source": {"rows": "M", "than": "B", "column": "AP@1000"}}
+    judge = claims.Judge(tmp_path, sources)
+    verdict = judge.check(claim, {"table": "main"})
+    judge.finish()
+    assert verdict.words == ["not at the source's setting", "reproduced"]
+    assert "the source's own direction at our setting (lr 3e-5, 1 epoch: M 0.5000 below B 0.5500)" in verdict.lines[1].text
+    assert len(judge.family) == 1 and judge.family.tests[0].expect == "below"
+    cells[0]["value"] = 0.60  # the source's cells at ours now point up: our row, 0.05 down, contradicts it
+    assert claims.check(claim, {"table": "main"}, tmp_path, sources).words == ["not at the source's setting", "contradicted"]
+
+
+def validation(step: int, loss: float, prior: float = 0.38) -> dict:
+    return {"validation": {"loss": loss, "prior_loss": prior, "selected_step": step, "last_loss": loss,
+                           "untrained_loss": 0.39, "select": "best", "pairs": 100}}
+
+
+@pytest.mark.parametrize("base, m, word", [
+    ([validation(100, 0.27)], [validation(100, 0.25)], "reproduced"),  # both learned
+    ([validation(100, 0.27)], [validation(0, 0.30)], "not trained"),  # kept its untrained start
+    ([validation(100, 0.27)], [validation(100, 0.37)], "not trained"),  # within 5% of its label prior
+    ([validation(100, 0.27)], [validation(100, 0.25)] * 3 + [validation(0, 0.30)] * 2, "not trained"),  # step 0 on 2 folds
+    ([validation(0, 0.30)], [validation(100, 0.25)], "not trained"),  # the row it is compared with did not learn
+])
+def test_a_row_that_did_not_learn_reads_not_trained(tmp_path, base, m, word):
+    write_grid(tmp_path, {"checkpoints": {"base": base, "m": m}})
+    judge = claims.Judge(tmp_path)
+    verdict = judge.check({**CLAIM, "stated_at": {"learning_rate": 2.0e-5, "epochs": 1}}, {"table": "main"})
+    judge.finish()
+    assert verdict.words == [word]
+    if word == "not trained":
+        assert len(judge.family) == 0  # shown with its losses, never a test of the corrected family
+        assert "is not trained: it " in verdict.render() and "held-out loss" in verdict.render()
+    if len(m) == 5:
+        assert "kept its untrained start (step 0) on 2 of 5 folds" in verdict.render()
 
 
 def test_the_setting_words_match_across_number_forms():
-    assert claims._setting("lr 3e-05, 1 epoch") == claims._setting("LR 3e-5,  1 epoch")
+    assert lines.setting_words("lr 3e-05, 1 epoch") == lines.setting_words("LR 3e-5,  1 epoch")
 
 
 def test_a_quantity_with_no_per_query_values_rests_on_its_two_values(tmp_path):

@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-LEARNED_MARGIN = 0.05  # held-out loss this far below the label prior before a note says a checkpoint learned
+from reranker.formats.learning import LEARNED_MARGIN, learned  # the one rule, shared with the verdicts
 
-
-def learned(validation: Mapping) -> bool:
-    """Held-out loss more than LEARNED_MARGIN below the label prior (less is noise: 0.371 vs 0.377 is not learning)."""
-    return validation["loss"] < (1 - LEARNED_MARGIN) * validation["prior_loss"]
+__all__ = ["LEARNED_MARGIN", "learned", "checkpoint_note", "folds_note"]
 
 
 def checkpoint_note(label: str, meta: Mapping) -> str:

@@ -20,9 +20,13 @@ Claim kinds, each able to come out against the source:
 - `value`: one number against the source's (`equals`, within `tolerance`): reproduced or contradicted.
 
 A claim on a quantity with no per-query values (a loss, a speed, a token accuracy) names what its verdict
-rests on (`rests_on`, with `margin`): it is judged on the two values alone. `stated_at` is the setting
-where the source states the claim (e.g. "lr 3e-5, 2 epochs"); a table without that group gives "not at
-the source's setting", with the source's own direction at our setting beside our effect.
+rests on (`rests_on`, with `margin`): it is judged on the two values alone. `stated_at` is the setting where the
+source states the claim, as data (reranker.reproduction.grid): a grid point's values, judged at exactly the groups
+that are that point ({epochs: 2} is each learning rate at 2 epochs), or {select: best}, each row at its own best
+grid point. A table without that setting gives "not at the source's setting" (its test shown, uncorrected), and
+where the source's own cells are at our setting, the direction they show is judged on our rows as a line of its own.
+A line on a row whose checkpoints did not learn (the table's provenance: held-out loss not clearly below the label
+prior, or the untrained start kept) reads "not trained", with its losses, and joins no corrected family.
 
 Every claim names where the source states it (`cite`, required) and may quote it (`says`). A compare
 claim may name the source's cells (`source: {rows, than, column, at, group}`; source_row labels in
@@ -37,93 +41,17 @@ measure is never called reproduced or contradicted.
 
 from __future__ import annotations
 
-import fnmatch
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
+from reranker.reproduction.grid import BEST, at_setting, group_setting, setting_text, untrained
+from reranker.reproduction.lines import Line, Verdict, every, fmt, matching, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
-
-# ---------------------------------------------------------------------------------------------------------
-# Reading what the claims name
-
-
-def _fmt(value: float) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else (
-        f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4f}")
-
-
-def _match(names: Sequence[str], globs: Sequence[str] | str) -> list[str]:
-    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns(globs))]
-
-
-def _setting(text: str) -> str:
-    """A setting's words, normalised: "lr 3e-05, 1 epoch" and "lr 3e-5, 1 epoch" are one setting."""
-    return re.sub(r"e-0+(\d)", r"e-\1", re.sub(r"\s+", " ", text.strip().lower()))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Lines: one judged statement each (one row in one group, or a whole trend), worded once the family is corrected
-
-
-@dataclass
-class Line:
-    text: str  # what was compared, with values
-    tests: list[v.Test] = field(default_factory=list)
-    decide: Callable[[list[v.Test]], str] | None = None  # the word from the corrected tests; None: `word`
-    word: str = v.INCONCLUSIVE
-    notes: list[str] = field(default_factory=list)  # after the tests: ER and ΔRI, the spread, the source at ours
-    floor: float | None = None  # an effect smaller than this (the seeds' range) is inconclusive
-    not_at: str | None = None  # the source's setting, where we do not run it
-
-    def verdict(self) -> str:
-        if self.not_at is not None:
-            return v.NOT_AT_SETTING
-        word = self.decide(self.tests) if self.decide is not None else self.word
-        if (self.floor is not None and word in (v.REPRODUCED, v.CONTRADICTED)
-                and all(abs(t.effect) < self.floor for t in self.tests)):
-            return v.INCONCLUSIVE
-        return word
-
-    def render(self) -> str:
-        parts = [self.text] + [t.text() for t in self.tests] + self.notes
-        return f"**{self.verdict()}**: " + "; ".join(p for p in parts if p)
-
-
-@dataclass
-class Verdict:
-    """A claim's lines, or a word with no line (not run, pending), and where the source states it."""
-
-    lines: list[Line] = field(default_factory=list)
-    word: str = ""  # not run | pending, where there are no lines
-    text: str = ""
-    cite: str = ""
-    says: str = ""
-
-    @property
-    def words(self) -> list[str]:
-        return [line.verdict() for line in self.lines] or [self.word]
-
-    def render(self) -> str:
-        body = "<br>".join(line.render() for line in self.lines) if self.lines else (
-            self.word + (f": {self.text}" if self.text else ""))
-        if self.cite:
-            body += f" [{self.cite}" + (f": “{self.says.strip()}”" if self.says else "") + "]"
-        return body
-
-
-def _single(test: v.Test) -> str:
-    return test.word
-
-
-def _all(tests: list[v.Test]) -> str:
-    return v.combine([t.word for t in tests])
 
 
 class Judge:
@@ -200,29 +128,98 @@ class Judge:
             raise ClaimError(f"numbers/{entry['table']}.json: {err}") from None
 
     def compare(self, claim: Mapping, entry: Mapping, document: Mapping, other: Mapping | None, spread: Mapping | None) -> Verdict:
-        numbers = document.get("numbers") or {}
         than_doc = other if other is not None else document
         groups = [g for g in (claim.get("groups") or stored.groups(document)) if g != claim.get("than_group")]
         stated = claim.get("stated_at")
-        not_at = stated if stated is not None and _setting(stated) not in {_setting(g) for g in numbers} else None
+        if stated is not None and stated.get("select") == BEST:
+            return self.compare_best(claim, entry, document, than_doc, groups, spread)
+        at = [g for g in groups if stated is None or at_setting(g, stated)]
+        not_at = setting_text(stated) if stated is not None and not at else None
         lines = []
-        for group in groups:
-            rows = _match(stored.rows(document, group), claim["rows"])
-            for row in rows:
-                than_group = claim.get("than_group", group)
-                than_row = self._than(claim["than"].replace("{row}", row), than_doc, than_group)
-                if than_row is None:
-                    continue
-                if than_row == row and than_group == group:
-                    continue
-                ours = stored.side(document, group, row, claim["measure"])
-                than = stored.side(than_doc, than_group, than_row, claim["measure"])
-                if ours is None or than is None:
-                    continue
-                lines.append(self._compare_line(claim, entry, ours, than, len(groups) > 1 or than_group != group, spread, not_at))
+        for group in at or groups:
+            for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
+                lines.append(self._compare_line(claim, entry, ours, than, named, spread, not_at,
+                                                untrained(document, ours) or untrained(than_doc, than)))
+                if not_at is not None:
+                    lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained)
         if not lines:
             return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
         return Verdict(lines)
+
+    def _pairs(self, claim: Mapping, document: Mapping, than_doc: Mapping, group: str,
+               several: bool) -> list[tuple[stored.Side, stored.Side, bool]]:
+        """(ours, than, whether to name the groups) for each of the claim's rows in the group that has its `than`."""
+        out = []
+        for row in matching(stored.rows(document, group), claim["rows"]):
+            than_group = claim.get("than_group", group)
+            than_row = self._than(claim["than"].replace("{row}", row), than_doc, than_group)
+            if than_row is None or (than_row == row and than_group == group):
+                continue
+            ours = stored.side(document, group, row, claim["measure"])
+            than = stored.side(than_doc, than_group, than_row, claim["measure"])
+            if ours is not None and than is not None:
+                out.append((ours, than, several or than_group != group))
+        return out
+
+    def compare_best(self, claim: Mapping, entry: Mapping, document: Mapping, than_doc: Mapping, groups: list[str],
+                     spread: Mapping | None) -> Verdict:
+        """Each row at its own best grid point against `than` at its own: the source's selection, made on the same
+        queries for both sides (optimistic alike). With fewer than two grid points it is not the source's setting."""
+        grid = [g for g in groups if group_setting(g)]
+        if len(grid) < 2:
+            lines = []
+            for group in groups:
+                for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
+                    lines.append(self._compare_line(claim, entry, ours, than, named, spread, setting_text(claim["stated_at"]),
+                                                    untrained(document, ours) or untrained(than_doc, than)))
+                    lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained)
+            if not lines:
+                return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
+            return Verdict(lines)
+
+        def best(doc: Mapping, row: str) -> stored.Side | None:
+            sides = [s for g in grid if (s := stored.side(doc, g, row, claim["measure"])) is not None]
+            return max(sides, key=lambda s: s.value) if sides else None
+        lines = []
+        for row in dict.fromkeys(r for g in grid for r in matching(stored.rows(document, g), claim["rows"])):
+            than_row = self._than(claim["than"].replace("{row}", row), than_doc, grid[0])
+            ours, than = best(document, row), best(than_doc, than_row) if than_row else None
+            if ours is None or than is None or than_row == row and than_doc is document:
+                continue
+            line = self._compare_line(claim, entry, ours, than, True, spread, None, None)
+            line.notes.insert(0, f"each row at its best of {len(grid)} grid points on these queries (the source's "
+                                 "selection, optimistic for both rows alike)")
+            lines.append(line)
+        if not lines:
+            return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
+        return Verdict(lines)
+
+    def _source_direction(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side, named: bool,
+                          untrained_why: str | None) -> list[Line]:
+        """Where the source is not run at our setting but its own cells are (its table's `at`, ours): the direction those
+        cells show, judged on our rows as a line of its own. Nothing where the cells are not at our setting, or
+        disagree in direction."""
+        if claim.get("source") is None or self.source_numbers is None or "rests_on" in claim:
+            return []
+        ref, _, tables = ref_of(claim, entry)
+        at = ref.get("at") or self.source_numbers["tables"][tables[0]].get("at")
+        if at is None or setting_words(at) != setting_words(ours.group) or setting_words(at) != setting_words(than.group):
+            return []
+        adv = [c for r in patterns(ref["rows"]) for c in ref_cells(ref, self.source_numbers, tables[:1], r)]
+        base = [c for r in patterns(ref["than"]) for c in ref_cells(ref, self.source_numbers, tables, r)]
+        adv = [c for c in adv if c.get("row") == ours.row] or [c for c in adv if c.get("row") is None]
+        base = [c for c in base if c.get("row") == than.row] or [c for c in base if c.get("row") is None]
+        signs = {math.copysign(1, float(a["value"]) - float(b["value"])) for a in adv for b in base
+                 if float(a["value"]) != float(b["value"])}
+        if len(signs) != 1:
+            return []
+        expect = "above" if signs.pop() > 0 else "below"
+        shown = "; ".join(f"{a['source_row']} {fmt(float(a['value']))} {expect} {b['source_row']} {fmt(float(b['value']))}"
+                          for a in adv for b in base)
+        direction = {**claim, "expect": expect, "source": None, "stated_at": None}
+        line = self._compare_line(direction, entry, ours, than, named, None, None, untrained_why)
+        line.text = f"the source's own direction at our setting ({at}: {shown}): " + line.text
+        return [line]
 
     @staticmethod
     def _than(pattern: str, document: Mapping, group: str) -> str | None:
@@ -230,34 +227,34 @@ class Judge:
         where it names none; several is an error (a claim compares with one row)."""
         if not any(c in pattern for c in "*?["):
             return pattern
-        found = _match(stored.rows(document, group), pattern)
+        found = matching(stored.rows(document, group), pattern)
         if len(found) > 1:
             raise ClaimError(f"than {pattern!r} matches {len(found)} rows in {group} ({', '.join(found)}); it must name one")
         return found[0] if found else None
 
     def _compare_line(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side, named: bool, spread: Mapping | None,
-                      not_at: str | None) -> Line:
+                      not_at: str | None, untrained_why: str | None) -> Line:
         measure, expect = claim["measure"], claim["expect"]
-        text = f"{measure}: {ours.label(named)} {_fmt(ours.value)} vs {than.label(named)} {_fmt(than.value)}"
-        line = Line(text, not_at=not_at)
+        text = f"{measure}: {ours.label(named)} {fmt(ours.value)} vs {than.label(named)} {fmt(than.value)}"
+        line = Line(text, not_at=not_at, rows=f"{ours.label(named)} vs {than.label(named)}", untrained=untrained_why)
         if "rests_on" in claim:
             line.word = v.point_word(ours.value, than.value, expect, float(claim["margin"]))
             line.notes.append(f"difference {ours.value - than.value:+.4f}, margin {claim['margin']:g}; rests on {claim['rests_on']}")
         else:
             name = f"{entry.get('table')}: {ours.row} ({ours.group}) vs {than.row} ({than.group}), {measure}, {expect}"
-            test = self.test(name, ours, than, expect, claim.get("margin"), judged=not_at is None)
+            test = self.test(name, ours, than, expect, claim.get("margin"), judged=not_at is None and untrained_why is None)
             if test is None:
                 line.word = v.INCONCLUSIVE
                 line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
             else:
-                line.tests, line.decide = [test], lambda tests: _single(tests[0])
+                line.tests, line.decide = [test], lambda tests: single(tests[0])
         if spread is not None and expect in ("above", "below", "no_better"):
             width = spread.get(measure)
             if width is not None:
                 line.floor = width
                 line.notes.append(f"seeds' range {width:.4f}")
         if claim.get("source") is not None:
-            line.notes.append(self._reproduction(claim, entry, ours, than))
+            line.reproduction = self._reproduction(claim, entry, ours, than)
         if not_at is not None:
             line.notes.insert(0, f"the source states it at {not_at}; ours is {ours.group}")
         return line
@@ -279,7 +276,7 @@ class Judge:
 
         def direction(a: Mapping, b: Mapping) -> str:
             word = "above" if a["value"] > b["value"] else "below" if a["value"] < b["value"] else "equal to"
-            return f"{a['source_row']} {_fmt(float(a['value']))} {word} {b['source_row']} {_fmt(float(b['value']))}"
+            return f"{a['source_row']} {fmt(float(a['value']))} {word} {b['source_row']} {fmt(float(b['value']))}"
 
         if adv is None or base is None:  # no cell maps to this line's rows: the source's own direction, never an ER
             shown = [direction(a, b) for a in adv_cells for b in base_cells if (adv is None or a is adv) and (base is None or b is base)]
@@ -294,7 +291,7 @@ class Judge:
         no adjacent step is significantly the other way; contradicted where any of those is significantly the other way."""
         expect = "above" if claim["expect"] == "increasing" else "below"
         sides = sorted(sides, key=lambda item: item[0])
-        text = f"{claim['measure']} by {claim.get('by', 'x')}: " + ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in sides)
+        text = f"{claim['measure']} by {claim.get('by', 'x')}: " + ", ".join(f"{s.row} {fmt(s.value)}" for _, s in sides)
         line = Line(text)
         if "rests_on" in claim:
             margin = float(claim["margin"])
@@ -327,7 +324,7 @@ class Judge:
         for group in claim.get("groups") or stored.groups(document):
             rows = numbers.get(group, {})
             sides = []
-            for row in _match(stored.rows(document, group), claim["rows"]):
+            for row in matching(stored.rows(document, group), claim["rows"]):
                 by, side = stored.number(rows[row].get(claim["by"])), stored.side(document, group, row, claim["measure"])
                 if by is not None and side is not None:
                     sides.append((by, side))
@@ -342,7 +339,7 @@ class Judge:
     def _figure_sides(self, claim: Mapping, figure: Mapping) -> dict[str, list[tuple[float, stored.Side]]]:
         numbers, per_query = figure.get("numbers") or {}, figure.get("per_query") or {}
         out = {}
-        for label in _match(list(numbers), claim["label"]):
+        for label in matching(list(numbers), claim["label"]):
             series = (numbers[label] or {}).get(claim["measure"]) or {}
             by_x = (per_query.get(label) or {}).get(claim["measure"]) or {}
             out[label] = [(float(x), stored.Side(f"{x}", label, float(value), by_x.get(x))) for x, value in series.items()]
@@ -365,14 +362,14 @@ class Judge:
             later = sorted((x, s) for x, s in sides if x > after)
             if start is None or not later:  # a smaller profile's sweep: not this claim's range
                 continue
-            values = ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in [(after, start)] + later)
+            values = ", ".join(f"{s.row} {fmt(s.value)}" for _, s in [(after, start)] + later)
             line = Line(f"{label}, {claim['measure']} from x = {start.row}: {values}")
             tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {start.row}, flat", s, start, "near",
                                float(claim["margin"])) for _, s in later]
             if any(t is None for t in tests):
                 line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
             else:
-                line.tests, line.decide = tests, _all
+                line.tests, line.decide = tests, every
                 line.notes.insert(0, "each later x against x = " + start.row)
             lines.append(line)
         if not lines:
@@ -386,14 +383,14 @@ class Judge:
             if best is None:  # a smaller profile's sweep
                 continue
             others = sorted((x, s) for x, s in sides if s is not best)
-            line = Line(f"{label}, {claim['measure']}: best claimed at x = {best.row} ({_fmt(best.value)}); "
-                        + ", ".join(f"{s.row} {_fmt(s.value)}" for _, s in others))
+            line = Line(f"{label}, {claim['measure']}: best claimed at x = {best.row} ({fmt(best.value)}); "
+                        + ", ".join(f"{s.row} {fmt(s.value)}" for _, s in others))
             tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {best.row}, best", s, best, "below", None)
                      for _, s in others]
             if any(t is None for t in tests):
                 line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
             else:
-                line.tests, line.decide = tests, _all
+                line.tests, line.decide = tests, every
                 line.notes.insert(0, f"each other x against x = {best.row}")
             lines.append(line)
         if not lines:
@@ -405,12 +402,12 @@ class Judge:
         numbers = document.get("numbers") or {}
         margin = float(claim["margin"])
         for group in claim.get("groups") or stored.groups(document):
-            sides = [s for row in _match(stored.rows(document, group), claim["rows"])
+            sides = [s for row in matching(stored.rows(document, group), claim["rows"])
                      if (s := stored.side(document, group, row, claim["measure"])) is not None]
             if len(sides) < 2:
                 continue
             line = Line(f"{claim['measure']}" + (f" ({group})" if len(numbers) > 1 else "") + ": "
-                        + ", ".join(f"{s.row} {_fmt(s.value)}" for s in sides))
+                        + ", ".join(f"{s.row} {fmt(s.value)}" for s in sides))
             if "rests_on" in claim:
                 spread = max(s.value for s in sides) - min(s.value for s in sides)
                 within_margin = spread <= margin
@@ -451,7 +448,7 @@ class Judge:
         if value is None:
             raise ClaimError(f"no {claim['measure']} for {claim['group']} / {claim['row']}")
         tolerance = claim.get("tolerance", 0.0005)
-        line = Line(f"{claim['row']} {claim['measure']} {_fmt(value)} (published {claim['equals']}, tolerance {tolerance:g})")
+        line = Line(f"{claim['row']} {claim['measure']} {fmt(value)} (published {claim['equals']}, tolerance {tolerance:g})")
         line.word = v.REPRODUCED if within(value, claim["equals"], tolerance) else v.CONTRADICTED
         line.notes.append("rests on one deterministic value (no model)")
         return Verdict([line])
@@ -466,7 +463,7 @@ def spread_of(judge: Judge, spread: Mapping | None) -> dict[str, float] | None:
         return None
     numbers = document.get("numbers") or {}
     group = next(iter(numbers), None)
-    rows = _match(list(numbers.get(group, {})), spread["rows"]) if group else []
+    rows = matching(list(numbers.get(group, {})), spread["rows"]) if group else []
     out = {}
     for measure in (document.get("layout") or {}).get("measures", []):
         values = [x for row in rows if (x := stored.number(numbers[group][row].get(measure))) is not None]

@@ -11,6 +11,7 @@ refused here, before any run is read.
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,11 @@ def _check_claim(claim: Any, where: str, has_table: bool) -> None:
     if kind not in KINDS:
         raise ClaimError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
     _keys(claim, CLAIM_KEYS[kind], NEEDS[kind] | {"kind", "cite"}, where)
-    for key in ("cite", "says", "rests_on", "stated_at"):
+    for key in ("cite", "says", "rests_on"):
         if key in claim and (not isinstance(claim[key], str) or not claim[key].strip()):
             raise ClaimError(f"{where}: {key} must be a non-empty string")
+    if "stated_at" in claim:
+        _check_setting(claim["stated_at"], f"{where}.stated_at")
     if kind in EXPECT and claim["expect"] not in EXPECT[kind]:
         raise ClaimError(f"{where}: expect {claim['expect']!r} is not one of {', '.join(EXPECT[kind])}")
     needs_margin = (kind == "compare" and claim["expect"] in ("near", "no_better")) or "rests_on" in claim
@@ -133,6 +136,22 @@ def _check_claim(claim: Any, where: str, has_table: bool) -> None:
                          "(`figure`, `label`)")
     if kind in ("compare", "monotone", "equal", "value") and "figure" not in claim and not has_table:
         raise ClaimError(f"{where}: a {kind} claim needs the entry's `table`")
+
+
+def _check_setting(stated: Any, where: str) -> None:
+    """A setting as data: a grid point's values (a key left out: each of its values), or {select: best}."""
+    if not isinstance(stated, dict) or not stated:
+        raise ClaimError(f"{where}: expected a mapping such as {{learning_rate: 2.0e-5, epochs: 1}}, {{epochs: 2}} "
+                         f"or {{select: best}}; found {stated!r}")
+    _keys(stated, {"learning_rate", "epochs", "select"}, set(), where)
+    if "select" in stated and (stated["select"] != "best" or len(stated) > 1):
+        raise ClaimError(f"{where}: select may only be `best` (each row at its own best grid point), alone")
+    for key in ("learning_rate", "epochs"):
+        value = stated.get(key)
+        if key in stated and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf):
+            raise ClaimError(f"{where}.{key}: must be a positive number; found {value!r}")
+    if "epochs" in stated and not float(stated["epochs"]).is_integer():
+        raise ClaimError(f"{where}.epochs: must be a whole number; found {stated['epochs']!r}")
 
 
 # The names a claim uses: none that no configuration makes (a misspelt row would read "not run" for ever)

@@ -45,7 +45,8 @@ CORRECTION = "holm"
 
 REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
 NOT_AT_SETTING = "not at the source's setting"
-WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING)
+NOT_TRAINED = "not trained"  # a row whose checkpoint did not get below its label prior, or kept its untrained start
+WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING, NOT_TRAINED)
 EXPECT = ("above", "below", "near", "no_better")
 
 RULE = (

@@ -1,0 +1,56 @@
+"""Where a source states a claim, as data, against the grid points a run's tables hold; and whether a row's model
+learned at all. A claim's `stated_at` is a grid point's values ({learning_rate: 2.0e-5, epochs: 1}; a key left out
+is every value of it: {epochs: 2} is both learning rates) or {select: best}, each row at its own best grid point;
+a table's groups name their grid point in words ("lr 3e-05, 1 epoch"), read here into the same keys.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+from reranker.formats import numbers as stored
+from reranker.formats.learning import not_trained
+
+SETTING_KEYS = ("learning_rate", "epochs")
+BEST = "best"
+
+
+def group_setting(group: str) -> dict[str, float]:
+    """The grid point a table's group names ("lr 3e-05, 1 epoch" -> learning_rate 3e-05, epochs 1); {} for a group
+    that names none (a collection, "held-out")."""
+    found: dict[str, float] = {}
+    if m := re.search(r"\blr ([0-9.]+(?:e[-+]?\d+)?)\b", group):
+        found["learning_rate"] = float(m.group(1))
+    if m := re.search(r"\b(\d+) epochs?\b", group):
+        found["epochs"] = int(m.group(1))
+    return found
+
+
+def at_setting(group: str, stated: Mapping) -> bool:
+    """Whether the group is a grid point the claim's setting names (every key it gives, equal)."""
+    have = group_setting(group)
+    return all(key in have and math.isclose(have[key], float(stated[key]), rel_tol=1e-9)
+               for key in SETTING_KEYS if key in stated)
+
+
+def setting_text(stated: Mapping) -> str:
+    if stated.get("select") == BEST:
+        return "each row's best grid point"
+    parts = [f"lr {float(stated['learning_rate']):g}"] if "learning_rate" in stated else []
+    if "epochs" in stated:
+        parts.append(f"{stated['epochs']} epoch{'s' if stated['epochs'] != 1 else ''}" + ("" if "learning_rate" in stated
+                                                                                       else " (every learning rate)"))
+    return ", ".join(parts)
+
+
+def untrained(document: Mapping, side: stored.Side) -> str | None:
+    """Why the row's checkpoints (the table's provenance: one, or one per fold) are not a trained model; None where
+    they learned or the table records none. The metas are the first grid point's, so other groups are not read."""
+    recorded = ((document.get("provenance") or {}).get("checkpoints") or {}).get(side.row)
+    groups = stored.groups(document)
+    if not recorded or (len(groups) > 1 and side.group != groups[0]):
+        return None
+    why = not_trained(recorded if isinstance(recorded, list) else [recorded])
+    return f"{side.row} is not trained: it {why}" if why else None
