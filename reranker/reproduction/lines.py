@@ -73,6 +73,7 @@ class Verdict:
     text: str = ""
     cite: str = ""
     says: str = ""
+    note: str = ""  # the seed file's note on the claim: how to read it here
 
     @property
     def words(self) -> list[str]:

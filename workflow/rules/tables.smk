@@ -29,6 +29,15 @@ FIGURE_CAPTIONS = {
     for figure in rule_.output
     if is_flagged(figure, "report") and str(figure).endswith(".png")
 }
+# The seed index's own figure (rule seed_index, below: it reads every figure above, so it is not one of FIGURE_RULES).
+FOREST = PATH("figure", figure="verdicts_forest")  # reranker.report.forest.FIGURE: the name the README gives it
+FOREST_CAPTION = (
+    "Every test of the run's index (README.md), one line each: the effect (mean per-query difference, ours - than) and"
+    " its 95% paired-bootstrap interval, by work (each panel on its own scale) and claim (README.md's labels); colour:"
+    " the verdict of the line the test belongs to; shaded: the claim's margin (±δ for near, 0 to δ for does not"
+    " outperform); open diamond: a test that judges no claim (p uncorrected); the vertical line is zero."
+)
+FIGURE_CAPTIONS[os.path.basename(FOREST)] = FOREST_CAPTION
 
 
 rule table_spec:
@@ -174,8 +183,9 @@ rule resources_table:
 
 rule seed_index:
     """The run's README: every table of the three source works, our files, the command, and whether the effect
-    held, checked against the claims of `seed_tables` (workflow/config/seed_tables.yaml), and the runs against the
-    originals' own (run_reproduction). After the comparison: every table is in."""
+    held, checked against the claims of `seed_tables` (workflow/config/seed_tables.yaml), one row per judged line,
+    and the runs against the originals' own (run_reproduction); and the forest plot of every test it judges
+    (figures/verdicts_forest.png, in the report and captions.json). After the comparison: every table is in."""
     input:
         comparison=PATH("comparison"),
         seeds=CFG["seed_tables"],
@@ -184,7 +194,8 @@ rule seed_index:
         tables=TABLES,  # each claim reads its table's numbers, made with it
         figures=FIGURE_FILES,  # and a figure's points (figure 5.4's sweep)
     output:
-        PATH("seed_index"),
+        index=PATH("seed_index"),
+        forest=figure_report(FOREST, "Verdicts"),  # every test of the index, beside the figures it reads
     log:
         PATH("log", stage="tables", name="index"),
     benchmark:
@@ -192,8 +203,10 @@ rule seed_index:
     conda:
         ENV
     params:
-        run_dir=lambda w, output: os.path.dirname(output[0]),
+        run_dir=lambda w, output: os.path.dirname(output.index),
         command=CFG["run_command"],
+        preface=CFG["index_preface"] or "",
+        figure_caption=FOREST_CAPTION,
     shell:
         "python -m reranker tables index --run-dir {params.run_dir} --seeds {input.seeds} --sources {input.sources}"
-        " --out {output} --command {params.command:q} > {log}"
+        " --out {output.index} --figure {output.forest} --command {params.command:q} --preface {params.preface:q} > {log}"
