@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -82,9 +83,12 @@ def test_the_index_command_writes_the_readme_with_its_rule_every_verdict_and_whe
     assert tables.main(["index", "--run-dir", str(run_dir), "--seeds", str(seeds), "--out", str(out),
                         "--command", "make run"]) == 0
     text = out.read_text()
-    assert v.RULE in text and "This index: 2 tests corrected together; verdicts: reproduced 1, inconclusive 1." in text
-    assert "| Table 1 | `tables/main.{csv,md}` | better | **reproduced**: AP@1000: Birch 1S (strong)" in text
-    assert "[Table 1, p. 3: “Birch beats BM25+RM3 \\| significantly”] |" in text
+    assert " ".join(v.RULE.split()) in " ".join(text.split())  # wrapped: no line of the README over 600 characters
+    assert "This index: 2 tests corrected together; verdicts: reproduced 1, inconclusive 1." in text
+    assert "| Table 1 | `tables/main.{csv,md}` | better | 1 claim |" in text
+    assert re.search(r"^\| Table 1 · 1a \| Birch 1S \(strong\) vs BM25\+RM3 \(strong\) \(AP@1000\) \| \+[0-9.]+ \[95% CI .*\] \| "
+                     r"< 0\.0001 \| \*\*reproduced\*\* \| – \|$", text, re.M)  # one row per line
+    assert "- **Table 1 · 1** (Table 1, p. 3): “Birch beats BM25+RM3 | significantly”" in text
     assert "Made by `make run`" in text
 
 
@@ -598,6 +602,9 @@ def test_every_stored_tables_rows_groups_and_columns_are_in_the_catalog():
     (the default's and the quick profile's) is in it, and every line of their sweep figure."""
     known = read_catalog()
     root = Path(__file__).resolve().parent.parent / "results"
+    # Rows the stored default still holds, made before Tables 5.3 and 5.4 took the thesis' design (5.3's 1-epoch row
+    # keeps its last step, 5.4's runs differ in the head's start alone); a remade default replaces them.
+    renamed = {"ntnu_5_3": {"MiniLM-L6"}, "ntnu_5_4": {"MiniLM-L6", "MiniLM-L6, seed 2", "MiniLM-L6, seed 3", "MiniLM-L6, seed 4"}}
     for path in sorted((root / "numbers").glob("*.json")) + sorted((root / "quick" / "numbers").glob("*.json")):
         if path.stem not in known.tables:
             # a run's cost, or a gap split into first stage and reranker (reranker.report.gap_split): no spec
@@ -606,7 +613,8 @@ def test_every_stored_tables_rows_groups_and_columns_are_in_the_catalog():
         document, entry = json.loads(path.read_text()), known.tables[path.stem]
         numbers = document["numbers"]
         assert set(numbers) <= set(entry["groups"]), path
-        assert {row for rows in numbers.values() for row in rows} <= set(entry["rows"]), path
+        stale = renamed.get(path.stem, set()) if path.parent == root / "numbers" else set()
+        assert {row for rows in numbers.values() for row in rows} - stale <= set(entry["rows"]), path
         columns = {c for rows in numbers.values() for cells in rows.values() for c in cells}
         assert columns - set(document["layout"]["measures"]) <= set(entry["columns"]), path
     for path in (root / "figures" / "ntnu_candidates.json", root / "quick" / "figures" / "ntnu_candidates.json"):

@@ -85,11 +85,11 @@ def test_ntnu_distilled_cells_name_rows_and_models(tmp_path):
 def test_an_overlay_drops_a_row_named_null_and_what_still_names_it_is_refused(tmp_path):
     extra = tmp_path / "fewer.yaml"
     extra.write_text(yaml.safe_dump({"radboud": {"variants": {"regression-binary": None}},
-                                     "ntnu": {"models": {"seed-3": None}}}))
+                                     "ntnu": {"models": {"head-seed-3": None}}}))
     config = experiments.load_config(extra)
-    assert "regression-binary" not in config["radboud"]["variants"] and "seed-3" not in config["ntnu"]["models"]
-    assert not any("regression-binary" in name or name == "ntnu-seed-3" for name in config["checkpoints"])
-    assert "regression-log" in config["radboud"]["variants"] and "seed-2" in config["ntnu"]["models"]
+    assert "regression-binary" not in config["radboud"]["variants"] and "head-seed-3" not in config["ntnu"]["models"]
+    assert not any("regression-binary" in name or name == "ntnu-head-seed-3" for name in config["checkpoints"])
+    assert "regression-log" in config["radboud"]["variants"] and "head-seed-2" in config["ntnu"]["models"]
     # A dropped model that a table's distilled cell still names is refused, not silently left out.
     extra.write_text(yaml.safe_dump({"ntnu": {"models": {"distilled-layers-2": None}}}))
     with pytest.raises(cfg.ConfigError, match="ntnu_5_6/distilled/layers-2: unknown model 'distilled-layers-2'"):

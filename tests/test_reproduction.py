@@ -153,6 +153,25 @@ def test_a_misspelt_table_id_or_row_is_refused_against_the_catalog_beside_the_fi
         load_source_numbers(write(tmp_path, misspelt), catalog)
 
 
+def test_an_er_between_maxp_and_mean_rows_fails_the_like_with_like_test(tmp_path):
+    """The NTNU thesis' rows from Table 5.2 on are BERT-Mean; a cell of theirs mapped to a row of ours scored by MaxP
+    (the catalog: how every configuration aggregates that row) is refused, naming both, before any ER is computed."""
+    stored = yaml.safe_load(reproduction.DEFAULT_SOURCE_NUMBERS.read_text(encoding="utf-8"))
+    catalog = str(reproduction.DEFAULT_SOURCE_NUMBERS.parent / "table_catalog.json")
+    load_source_numbers(write(tmp_path, stored), catalog)  # as stored: like with like
+    table = stored["tables"]["ntnu_5_1"]
+    mean = next(i for i, c in enumerate(table["cells"]) if c["source_row"] == "BERT-Mean" and c["column"] == "RR@10")
+    table["cells"][mean]["row"] = "MiniLM-L6, MaxP"  # BERT-Mean's cell beside our MaxP row
+    table["cells"] = [c for c in table["cells"] if not (c["source_row"] == "BERT-Max" and c["column"] == "RR@10")]
+    with pytest.raises(SourceNumbersError, match=r"ntnu_5_1\.cells\[\d+\]\.row: 'BERT-Mean' aggregates passages by meanp, "
+                                                 r"our 'MiniLM-L6, MaxP' by maxp in ntnu_5_1: not like with like"):
+        load_source_numbers(write(tmp_path, stored), catalog)
+    stored = yaml.safe_load(reproduction.DEFAULT_SOURCE_NUMBERS.read_text(encoding="utf-8"))
+    stored["tables"]["ntnu_5_2"]["aggregation"] = "maxp"  # a table's own: every mapped cell of it
+    with pytest.raises(SourceNumbersError, match=r"ntnu_5_2\.cells\[0\]\.row: .* by maxp, our 'MiniLM-L6 plain, all parameters' by meanp"):
+        load_source_numbers(write(tmp_path, stored), catalog)
+
+
 def test_a_source_pair_takes_the_best_of_rows_and_finds_than_in_the_than_tables_source_table(tmp_path):
     numbers = {"sources": NUMBERS["sources"], "tables": {
         **NUMBERS["tables"],

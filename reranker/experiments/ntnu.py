@@ -144,7 +144,11 @@ class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKP
     def spec(self, table: str) -> dict[str, list[dict]]:
         """A table's cells (reranker.formats.table_spec): its evaluations, its value columns and their formats,
         and its mean ± sd row."""
-        return {"eval": [{"group": group, "row": label, "path": self.eval(run)} for group, label, run in self.table_cells(table)],
+        distilled = self.section["tables"][table]["distilled"]
+        aggregated = {self.run(name, a): a for _, m, a in self.rows(table) for name in (m, distilled.get(m)) if name}
+        return {"eval": [{"group": group, "row": label, "path": self.eval(run)}
+                         | ({"aggregation": aggregated[run]} if run in aggregated else {})
+                         for group, label, run in self.table_cells(table)],
                 "value": [{"row": row, "column": column, "path": path, "key": key}
                           for row, column, path, key in self.value_cells(table)],
                 "value_format": self.value_formats(table), "summary_row": self.summary(table)}

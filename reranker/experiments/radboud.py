@@ -19,7 +19,8 @@ from reranker.formats.layout import PATTERNS
 # How every row's head starts under radboud: carry_head, in a caption's words (without it, as results/radboud.md says).
 AGREEMENT = "τ with the baseline"  # the column of each ranking table: Kendall's tau with the baseline reranker's run
 CARRIED_HEAD_WORDS = ("every row's head starts from the base's trained two-way head (copied, or for another head an "
-                      "affine map of its log-odds fitted on training pairs), but a row named 'fresh head'; "
+                      "affine map of its log-odds fitted on training pairs), but a row named 'fresh head' and MLM transfer's "
+                      "(a new head on the moved encoder); "
                       f"'{AGREEMENT}': Kendall's tau between the row's and the baseline reranker's rankings of each "
                       "query's reranked candidates, its mean over the queries; ")
 # The prefix of every checkpoint it generates (per fold, per pre-training): its names, and its resources row.

@@ -22,7 +22,7 @@ import fnmatch
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reranker.formats.errors import FormatError
@@ -38,6 +38,8 @@ class Catalog:
     path: Path
     tables: dict[str, dict[str, tuple[str, ...]]]  # table -> groups, rows, columns
     figures: dict[str, tuple[str, ...]]  # a figure's JSON, relative to the run folder -> its labels
+    # table -> row -> its passage aggregation(s), for the rows scored from passages
+    aggregations: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     def where(self) -> str:
         return f"in any configuration ({self.path})"
@@ -65,17 +67,21 @@ def read_catalog(path: str | os.PathLike = DEFAULT_CATALOG) -> Catalog:
         raise FormatError(path, err.lineno, f"not JSON ({err.msg}); make it again: {REMAKE}") from None
     if not isinstance(document, dict) or not all(isinstance(document.get(key), dict) for key in ("tables", "figures")):
         raise FormatError(path, None, f"expected an object with `tables` and `figures`; make it again: {REMAKE}")
-    tables = {}
+    tables, aggregations = {}, {}
     for name, entry in document["tables"].items():
         if not isinstance(entry, dict) or not all(_texts(entry.get(field)) for field in FIELDS):
             raise FormatError(path, None, f"tables.{name}: expected lists of strings {', '.join(FIELDS)}")
         tables[name] = {field: tuple(entry[field]) for field in FIELDS}
+        rows = entry.get("aggregations", {})
+        if not isinstance(rows, dict) or not all(_texts(a) for a in rows.values()):
+            raise FormatError(path, None, f"tables.{name}.aggregations: expected an object of row -> list of strings")
+        aggregations[name] = {row: tuple(a) for row, a in rows.items()}
     figures = {}
     for name, entry in document["figures"].items():
         if not isinstance(entry, dict) or not _texts(entry.get("labels")):
             raise FormatError(path, None, f"figures.{name}: expected a list of strings labels")
         figures[name] = tuple(entry["labels"])
-    return Catalog(path, tables, figures)
+    return Catalog(path, tables, figures, aggregations)
 
 
 def _texts(value: object) -> bool:

@@ -27,9 +27,9 @@ from reranker.formats.errors import InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
 SOURCE_KEYS = {"work", "where", "note"}
-TABLE_KEYS = {"source", "table", "at", "ours", "note", "cells"}
-CELL_KEYS = {"row", "source_row", "column", "at", "value", "where", "group", "unit"}
-CELL_STRINGS = ("source_row", "column", "where", "at", "group", "unit")
+TABLE_KEYS = {"source", "table", "at", "ours", "note", "cells", "aggregation"}
+CELL_KEYS = {"row", "source_row", "column", "at", "value", "where", "group", "unit", "aggregation"}
+CELL_STRINGS = ("source_row", "column", "where", "at", "group", "unit", "aggregation")
 
 
 class SourceNumbersError(InputError):
@@ -74,7 +74,7 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
         if table["source"] not in numbers["sources"]:
             raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
                                      f"({', '.join(map(str, numbers['sources'])) or 'none'})")
-        for key in ("table", "at", "ours", "note"):
+        for key in ("table", "at", "ours", "note", "aggregation"):
             if key in table and not isinstance(table[key], str):
                 raise SourceNumbersError(f"{where}.{key}: expected a string, found {table[key]!r}")
         if not isinstance(table["cells"], list) or not table["cells"]:
@@ -91,6 +91,7 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
             if known is not None and cell["row"] is not None and cell["row"] not in ours:  # a claim on another table may read it
                 raise SourceNumbersError(f"{here}.row: {cell['row']!r} is a row of no table {known.where()}"
                                          f"{near(cell['row'], known.tables.get(name, {}).get('rows', ours))}")
+            _like_with_like(known, name, table, cell, here)
             if not _is_number(cell["value"]):
                 raise SourceNumbersError(f"{here}.value: expected a finite number, found {cell['value']!r}")
             key = (cell["source_row"], cell["column"], cell_setting(table, cell), cell.get("group"))
@@ -98,6 +99,20 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
                 raise SourceNumbersError(f"{here}: the same source_row, column, at and group as cells[{seen[key]}]")
             seen[key] = i
     return numbers
+
+
+def _like_with_like(known: Any, name: str, table: Mapping, cell: Mapping, here: str) -> None:
+    """A cell mapped to a row of ours names a row scored as the source's was: where the source's row aggregates passage
+    scores (the cell's or its table's `aggregation`), ours must aggregate the same way in every configuration (the
+    catalog's), or an ER and ΔRI would compare MaxP with a mean."""
+    theirs = cell.get("aggregation", table.get("aggregation"))
+    if known is None or theirs is None or cell["row"] is None:
+        return
+    ours = known.aggregations.get(name, {}).get(cell["row"])
+    if ours is not None and set(ours) != {theirs}:
+        raise SourceNumbersError(f"{here}.row: {cell['source_row']!r} aggregates passages by {theirs}, our {cell['row']!r} by "
+                                 f"{', '.join(ours)} in {name}: not like with like; map it to a row aggregated by {theirs}, "
+                                 "or to none (row: null)")
 
 
 def cell_setting(table: Mapping, cell: Mapping) -> str | None:

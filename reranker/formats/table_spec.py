@@ -4,7 +4,7 @@ and `tables figure sweep --spec`, so that no label or path is ever quoted into, 
 
 One JSON object; every key is optional and holds a list of records, in the table's order:
 
-    {"eval":         [{"group": "robust04", "row": "BM25", "path": ".../bm25.json"}],
+    {"eval":         [{"group": "robust04", "row": "BM25", "path": ".../bm25.json"}],  # optional: "aggregation": "maxp"
      "checkpoints":  [{"label": "BERT (MS MARCO)", "path": ".../reranker.json"}],
      "value":        [{"row": "BERT", "column": "Eval loss", "path": ".../reranker.json", "key": "validation.loss"}],
      "value_format": [{"column": "Queries/min", "format": ",.0f"}],
@@ -36,6 +36,10 @@ KINDS: dict[str, dict[str, str]] = {
     "sweep": {"x": "number", "label": "text", "path": "text"},
     "note": {"text": "text"},
 }
+
+# Fields a record may leave out: an evaluation's passage aggregation (a document scored from its passages' scores),
+# which the catalog lists so that a source's cell is mapped only to a row aggregated as the source's row is.
+OPTIONAL: dict[str, dict[str, str]] = {"eval": {"aggregation": "text"}}
 
 Spec = dict[str, list[dict]]
 # The one group and the columns of a table made of `stats` records (a row per collection) and of one made of
@@ -71,16 +75,18 @@ def checked_spec(spec: object, path: str | os.PathLike) -> Spec:
             where = f"{kind}[{i}]"
             if not isinstance(entry, Mapping):
                 raise FormatError(path, None, f"{where}: expected a record with {', '.join(fields)}, found {entry!r}")
-            unknown, missing = sorted(set(entry) - set(fields)), [f for f in fields if f not in entry]
+            optional = OPTIONAL.get(kind, {})
+            unknown, missing = sorted(set(entry) - set(fields) - set(optional)), [f for f in fields if f not in entry]
             if unknown or missing:
                 said = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
                                                    f"unknown {', '.join(map(str, unknown))}" if unknown else "") if part)
                 raise FormatError(path, None, f"{where}: {said} (a {kind} record has {', '.join(fields)})")
-            for field, field_kind in fields.items():
+            present = {**fields, **{f: k for f, k in optional.items() if f in entry}}
+            for field, field_kind in present.items():
                 problem = _field_problem(entry[field], field_kind)
                 if problem:
                     raise FormatError(path, None, f"{where}.{field}: {problem}, found {entry[field]!r}")
-            records.append({field: list(entry[field]) if fields[field] == "texts" else entry[field] for field in fields})
+            records.append({field: list(entry[field]) if present[field] == "texts" else entry[field] for field in present})
         checked[kind] = records
     return checked
 

@@ -91,11 +91,17 @@ class Judge:
             return test
         return self.family.add(test)
 
+    @staticmethod
+    def _untrained_of(document: Mapping, sides: Sequence[stored.Side]) -> str | None:
+        """Why any of the rows did not learn ("; "-joined), or None: a line over several rows reads "not trained" if one did not."""
+        found = [why for side in sides if (why := untrained(document, side))]
+        return "; ".join(found) or None
+
     # -- claim kinds ------------------------------------------------------------------------------------
 
     def check(self, claim: Mapping, entry: Mapping, spread: Mapping | None = None) -> Verdict:
         verdict = self._check(claim, entry, spread)
-        verdict.cite, verdict.says = claim.get("cite", ""), claim.get("says", "")
+        verdict.cite, verdict.says, verdict.note = claim.get("cite", ""), claim.get("says", ""), claim.get("note", "")
         return verdict
 
     def _check(self, claim: Mapping, entry: Mapping, spread: Mapping | None) -> Verdict:
@@ -286,28 +292,28 @@ class Judge:
         reading = "; replicability on another collection: means only, no per-query pairing" if replicability else ""
         return f"{pair.text()} ({where}: {direction(adv, base)}{reading})"
 
-    def _ordered(self, sides: list[tuple[float, stored.Side]], claim: Mapping, name: str) -> Line:
+    def _ordered(self, sides: list[tuple[float, stored.Side]], claim: Mapping, name: str, document: Mapping | None = None) -> Line:
         """A trend over sides ordered by x: reproduced where last vs first is significant in the claim's direction and
         no adjacent step is significantly the other way; contradicted where any of those is significantly the other way."""
         expect = "above" if claim["expect"] == "increasing" else "below"
         sides = sorted(sides, key=lambda item: item[0])
         text = f"{claim['measure']} by {claim.get('by', 'x')}: " + ", ".join(f"{s.row} {fmt(s.value)}" for _, s in sides)
-        line = Line(text)
+        line = Line(text, rows=", ".join(s.row for _, s in sides),
+                    untrained=self._untrained_of(document, [s for _, s in sides]) if document is not None else None)
+        judged = line.untrained is None
         if "rests_on" in claim:
             margin = float(claim["margin"])
             words = [v.point_word(b.value, a.value, expect, margin) for (_, a), (_, b) in zip(sides, sides[1:])]
             line.word = v.combine(words)
             line.notes.append(f"each step against margin {margin:g}; rests on {claim['rests_on']}")
             return line
-        tests = []
-        for (_, a), (_, b) in zip(sides, sides[1:]):
-            test = self.test(f"{name}: {b.row} vs {a.row}", b, a, expect, None)
-            if test is None:
-                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
-                return line
-            tests.append(test)
-        whole = self.test(f"{name}: {sides[-1][1].row} vs {sides[0][1].row}", sides[-1][1], sides[0][1], expect, None)
-        line.tests = [whole] + (tests if len(sides) > 2 else [])
+        if any(s.per_query is None for _, s in sides):
+            line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+            return line
+        steps = [self.test(f"{name}: {b.row} vs {a.row}", b, a, expect, None, judged=judged)  # two rows: the whole is the step
+                 for (_, a), (_, b) in zip(sides, sides[1:])] if len(sides) > 2 else []
+        whole = self.test(f"{name}: {sides[-1][1].row} vs {sides[0][1].row}", sides[-1][1], sides[0][1], expect, None, judged=judged)
+        line.tests = [whole] + steps
         if len(sides) > 2:
             line.notes.insert(0, "the first test is last against first, then each step")
 
@@ -330,7 +336,7 @@ class Judge:
                     sides.append((by, side))
             if len(sides) < 2:
                 raise ClaimError(f"group {group!r}: fewer than two rows {claim['rows']} with {claim['by']} and {claim['measure']}")
-            line = self._ordered(sides, claim, f"monotone {claim['measure']} by {claim['by']} in {group}")
+            line = self._ordered(sides, claim, f"monotone {claim['measure']} by {claim['by']} in {group}", document)
             if len(claim.get("groups") or numbers) > 1:
                 line.text = f"{group}: " + line.text
             lines.append(line)
@@ -407,7 +413,8 @@ class Judge:
             if len(sides) < 2:
                 continue
             line = Line(f"{claim['measure']}" + (f" ({group})" if len(numbers) > 1 else "") + ": "
-                        + ", ".join(f"{s.row} {fmt(s.value)}" for s in sides))
+                        + ", ".join(f"{s.row} {fmt(s.value)}" for s in sides), rows=", ".join(s.row for s in sides),
+                        untrained=self._untrained_of(document, sides))
             if "rests_on" in claim:
                 spread = max(s.value for s in sides) - min(s.value for s in sides)
                 within_margin = spread <= margin
@@ -419,7 +426,8 @@ class Judge:
             tests = []
             for i, a in enumerate(sides):
                 for b in sides[i + 1:]:
-                    test = self.test(f"{claim['measure']} in {group}: {a.row} vs {b.row}, {claim['expect']}", a, b, "near", margin)
+                    test = self.test(f"{claim['measure']} in {group}: {a.row} vs {b.row}, {claim['expect']}", a, b, "near", margin,
+                                     judged=line.untrained is None)
                     if test is None:
                         break
                     tests.append(test)

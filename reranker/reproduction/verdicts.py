@@ -65,9 +65,11 @@ RULE = (
     "other tests). **Inconclusive** otherwise. A claim on a quantity with no per-query values (a loss, a speed, a "
     "token accuracy) rests on the two values against its margin, and says so. Where seed reruns exist (NTNU "
     "Table 5.4), an effect smaller than the seeds' range is never called reproduced or contradicted. A claim "
-    "the source states at a setting we do not run reads **not at the source's setting**, with our effect and "
-    "the source's own direction at our setting beside it. One line per row and group: nothing is "
-    "aggregated over rows or collections."
+    "the source states at a setting we do not run reads **not at the source's setting**, with our effect beside "
+    "it (uncorrected); where the source's own cells are at our setting, the direction they show is a line of its "
+    "own, judged. A line on a row whose model did not learn (held-out loss not 5% below its label prior, or its "
+    "untrained start kept) reads **not trained**, with its losses, and joins no correction. One line per row and "
+    "group: nothing is aggregated over rows or collections."
 )
 
 

@@ -40,6 +40,8 @@ def table_entry(spec: dict[str, list[dict]]) -> dict[str, set[str]]:
     for record in spec.get("eval", []):
         entry["groups"].add(record["group"])
         entry["rows"].add(record["row"])
+        if "aggregation" in record:  # {row: aggregation} of rows scored from passages (a set, so two configurations can disagree)
+            entry.setdefault("aggregations", {}).setdefault(record["row"], set()).add(record["aggregation"])
     for record in spec.get("value", []):
         entry["rows"].add(record["row"])
         entry["columns"].add(record["column"])
@@ -69,9 +71,16 @@ def catalog(layers: Iterable[Sequence[str]]) -> dict:
                 figures.setdefault(figure, set()).update(record["label"] for record in spec["sweep"])
                 continue
             for field, values in table_entry(spec).items():
-                tables.setdefault(name, {f: set() for f in FIELDS})[field] |= values
+                known = tables.setdefault(name, {f: set() for f in FIELDS})
+                if field == "aggregations":
+                    for row, aggregations in values.items():
+                        known.setdefault(field, {}).setdefault(row, set()).update(aggregations)
+                else:
+                    known[field] |= values
     return {"configurations": names,
-            "tables": {name: {field: sorted(values) for field, values in entry.items()} for name, entry in sorted(tables.items())},
+            "tables": {name: {field: ({row: sorted(a) for row, a in sorted(values.items())} if field == "aggregations"
+                                      else sorted(values)) for field, values in entry.items()}
+                       for name, entry in sorted(tables.items())},
             "figures": {name: {"labels": sorted(labels)} for name, labels in sorted(figures.items())}}
 
 

@@ -59,8 +59,11 @@ def load_task(base: str, sources: Sequence[Source], config: TrainingConfig, devi
         return classifier, [load_mlm_source(sources[0], config, classifier.tokenizer)], None
     examples = [(load_nsp_source if config.task == "nsp" else load_source)(source, config) for source in sources]
     objective = objective_for(config, examples, relevant_index=1)
-    classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=config.seed,
+    head_seed = config.seed if config.head_seed is None else config.head_seed  # a new head's start: its own seed, or `seed`
+    classifier = models.load_classifier(base, head=config.head, num_layers=config.num_layers, seed=head_seed,
                                         device=device, num_labels=objective.outputs, fresh_head=fresh)
+    if config.head_seed is not None:  # what follows (dropout) draws as every other head seed's run does
+        torch.manual_seed(config.seed)
     models.check_length(classifier, config.max_length)
     if classifier.head == "bi_encoder":  # trains as a two-way classifier of its cosine (calibrate_cosine starts it)
         classifier = models.as_cosine_classifier(classifier)
