@@ -22,7 +22,7 @@ RUN_DIR ?= runs/$(PROFILE)
 # PROFILE is named; SNAKEMAKE_ARGS adds to it (e.g. --configfile my.yaml, whose run_dir is RUN_DIR).
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) $(SNAKEMAKE_ARGS)
 
-.PHONY: setup run test docs quick promote lint benchmarks dry-run image test-image test-cluster browser
+.PHONY: setup run test docs quick promote stale lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -87,10 +87,19 @@ quick: setup
 # Make a finished run the new stored reference: `make promote` (default) or `make promote PROFILE=quick`.
 # File by file: stored files the run did not make are kept and listed; `make promote PRUNE=1` deletes them.
 # The default's promote also writes the stored split of the gap to the Radboud thesis into results/radboud.md.
+# Then what each promoted numbers file rests on (jobs.json beside numbers/: every job behind it, with the digest of its shell,
+# params and inputs, from this checkout's DAG, so promote from the checkout that made the run): `make stale` sets
+# a later commit's DAG against it and prints the tables whose jobs changed pending.
+REFERENCE = $(if $(filter quick,$(PROFILE)),results/quick,results)
 promote:
 	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote $(if $(PRUNE),--prune)
 	$(if $(filter default,$(PROFILE)),test ! -f results/numbers/radboud_split.json || \
 	  $(BIN)/python -m reranker tables split --stored results/numbers/radboud_split.json --into results/radboud.md)
+	$(BIN)/python tools/dag_jobs.py $(PROFILE) --run-dir $(RUN_DIR) --behind-numbers $(REFERENCE)/jobs.json
+
+# The stored numbers whose jobs changed since they were made, printed pending in their tables (tools/stale.py).
+stale: setup
+	$(BIN)/python tools/stale.py $(PROFILE) --mark
 
 # Repeated code (tools/duplicates.py): a six-line pair anywhere in reranker/, workflow/ or the rules fails.
 lint: setup

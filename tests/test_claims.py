@@ -306,14 +306,14 @@ def test_a_quantity_with_no_per_query_values_rests_on_its_two_values(tmp_path):
     assert "rests on one final loss each" in result.render() and "95% CI" not in result.render()
 
 
-def test_numbers_stored_without_per_query_values_are_inconclusive_and_say_why(constructed):
+def test_numbers_stored_without_per_query_values_are_pending_and_say_why(constructed):
     path = constructed / "numbers" / "main.json"
     document = json.loads(path.read_text())
     del document["per_query"]
     path.write_text(json.dumps(document))
     result = claims.check({"kind": "compare", "rows": "up", "than": "base", "measure": "AP@1000", "expect": "above", "cite": "t"},
                           {"table": "main"}, constructed)
-    assert result.words == ["inconclusive"] and "no per-query values stored" in result.render()
+    assert result.words == ["pending"] and "no per-query values stored" in result.render()
 
 
 @pytest.mark.parametrize("means, expect, word", [

@@ -64,9 +64,8 @@ def parse(text: str) -> list[dict]:
     return jobs
 
 
-def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[dict]:
-    """Paths as placeholders; with `traced` (dag_trace's rows), each job's params and inputs as one digest each
-    (the stored files stay small; a test names the jobs whose digest moved)."""
+def placeholders(run_dir: Path):
+    """The run folder, the repository and BIRCH_DATA in a text as `{run_dir}`, `{repo}`, `{birch_data}`."""
     places = [(str(run_dir), "{run_dir}"), (str(REPO), "{repo}")]
     if data := os.environ.get("BIRCH_DATA"):
         places.append((str(Path(data)), "{birch_data}"))
@@ -76,6 +75,13 @@ def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[
         for path, name in places:
             text = text.replace(path, name)
         return text
+    return plain
+
+
+def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[dict]:
+    """Paths as placeholders; with `traced` (dag_trace's rows), each job's params and inputs as one digest each
+    (the stored files stay small; a test names the jobs whose digest moved)."""
+    plain = placeholders(run_dir)
 
     def digest(values: list[str]) -> str:
         # sorted after the placeholders: sorted absolute paths order differently on another machine
@@ -92,11 +98,55 @@ def normalise(jobs: list[dict], run_dir: Path, traced: list[dict] = ()) -> list[
 
 
 def jobs(profile: str, run_dir: Path | None = None, configfiles: list[str] = ()) -> list[dict]:
+    return traced_jobs(profile, run_dir, configfiles)[0]
+
+
+def traced_jobs(profile: str, run_dir: Path | None = None, configfiles: list[str] = ()) -> tuple[list[dict], dict]:
+    """The normalised jobs, and what the stored numbers rest on (`behind_numbers`)."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = run_dir or Path(tmp) / profile
         trace = Path(tmp) / "trace.json"
-        listing = parse(dry_run(profile, run_dir, trace, configfiles))
-        return normalise(listing, run_dir, json.loads(trace.read_text()))
+        listing = normalise(parse(dry_run(profile, run_dir, trace, configfiles)), run_dir, traced := json.loads(trace.read_text()))
+        return listing, behind_numbers(listing, traced, run_dir)
+
+
+# A table's numbers (named by the table) or a figure's points that claims read (named figures/<name>)
+NUMBERS = re.compile(r"^\{run_dir\}/(?:numbers/([^/]+)|(figures/[^/]+))\.json$")
+
+
+def behind_numbers(listing: list[dict], traced: list[dict], run_dir: Path) -> dict[str, dict[str, str]]:
+    """For each numbers file a job writes ({run_dir}/numbers/<name>.json), every job it rests on: its own and each
+    upstream of it through their inputs, as job (rule and first output) -> digest of its shell, params and inputs.
+    Snakemake reruns a job whose digest moved, so a stored number is current while none of its jobs' did."""
+    plain = placeholders(run_dir)
+    inputs = {(row["rule"], *sorted(plain(o) for o in row["outputs"])): [plain(i) for i in row["input"]] for row in traced}
+    maker, ident = {}, {}
+    for job in listing:
+        key = (job["rule"], *job["outputs"])
+        name = f"{job['rule']} {job['outputs'][0]}" if job["outputs"] else job["rule"]
+        body = json.dumps([job["shell"], job.get("params"), job.get("input")])
+        ident[key] = (name, hashlib.sha256(body.encode()).hexdigest()[:16])
+        for output in job["outputs"]:
+            maker[output] = key
+    out = {}
+    for key in ident:
+        for output in key[1:]:
+            if (m := NUMBERS.match(output)) and output != "{run_dir}/figures/captions.json":
+                seen, todo = set(), [key]
+                while todo:
+                    job = todo.pop()
+                    if job not in seen:
+                        seen.add(job)
+                        todo += [maker[path] for path in inputs.get(job, []) if path in maker]
+                out[m.group(1) or m.group(2)] = dict(sorted(ident[job] for job in seen))
+    return dict(sorted(out.items()))
+
+
+def commit() -> str:
+    """This checkout's commit, "+dirty" where tracked files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True).stdout
+    return (head or "unknown") + ("+dirty" if dirty.strip() else "")
 
 
 def dump(listing: list[dict]) -> str:
@@ -108,12 +158,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("profile", choices=PROFILES)
     parser.add_argument("--run-dir", type=Path, help="the run folder the dry run names (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write the JSON here (default: stdout)")
+    parser.add_argument("--behind-numbers", type=Path, help="also write what each numbers file rests on here (its jobs' "
+                                                            "digests, with this checkout's commit: tools/stale.py)")
     args = parser.parse_args(argv)
-    text = dump(jobs(args.profile, args.run_dir and args.run_dir.resolve()))
+    listing, behind = traced_jobs(args.profile, args.run_dir and args.run_dir.resolve())
+    if args.behind_numbers:
+        record = {"profile": args.profile, "commit": commit(), "numbers": behind}
+        args.behind_numbers.parent.mkdir(parents=True, exist_ok=True)
+        args.behind_numbers.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    text = dump(listing)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    else:
+    elif not args.behind_numbers:
         sys.stdout.write(text)
     return 0
 

@@ -131,6 +131,7 @@ class SourceCell:
     group: str | None = None
     at: str | None = None
     unit: str | None = None
+    aggregation: str | None = None  # the cell's own; its table's is SourceTable's
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ COLOURS = {
     v.INCONCLUSIVE: "#e69f00",
     v.NOT_AT_SETTING: "#7b5ea7",
     v.NOT_TRAINED: "#9a9a9a",
+    v.PENDING: "#56b4e9",
 }
 OTHER_COLOUR = "#444444"  # a word no colour is given for (a new one): drawn, in the legend too
 LABEL_CHARS = 80  # a test's label on the plot, shortened past this

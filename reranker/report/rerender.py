@@ -30,7 +30,7 @@ def mark_pending(table: Table, measures: Sequence[str] | None, pending: Sequence
         group, row, measure = spec.rsplit(":", 2) if spec.count(":") >= 2 else (None, None, None)
         if group is None:
             raise TableError(f"--pending {spec!r}: expected GROUP:ROW_GLOB:MEASURE")
-        table.pending |= {(r, g, m) for r in table.rows for g in table.groups for m in table.measures
+        table.pending |= {(r, g, m) for r in table.rows for g in table.groups for m in table.measures + table.extra_columns
                           if fnmatch.fnmatchcase(g, group) and fnmatch.fnmatchcase(r, row) and fnmatch.fnmatchcase(m, measure)}
     if why:
         table.pending_why = why

@@ -49,7 +49,7 @@ from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
 from reranker.reproduction.grid import BEST, at_setting, group_setting, setting_text, untrained
-from reranker.reproduction.lines import Line, Verdict, every, fmt, matching, setting_words, single
+from reranker.reproduction.lines import Line, Verdict, every, fmt, matching, no_values, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
 
@@ -110,6 +110,8 @@ class Judge:
             figure = self.document(claim["figure"])
             if figure is None:
                 return Verdict(word="not run", text=f"{claim['figure']} is not in this run")
+            if figure.get("pending_why"):  # its jobs changed since it was stored (tools/stale.py)
+                return Verdict(word=v.PENDING, text=f"{claim['figure']} is pending ({figure['pending_why']})")
             return {"monotone": self.monotone_figure, "flat_after": self.flat_after, "best_at": self.best_at}[kind](claim, figure)
         document = self.document(entry["table"])
         if document is None:
@@ -250,8 +252,7 @@ class Judge:
             name = f"{entry.get('table')}: {ours.row} ({ours.group}) vs {than.row} ({than.group}), {measure}, {expect}"
             test = self.test(name, ours, than, expect, claim.get("margin"), judged=not_at is None and untrained_why is None)
             if test is None:
-                line.word = v.INCONCLUSIVE
-                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                no_values(line)
             else:
                 line.tests, line.decide = [test], lambda tests: single(tests[0])
         if spread is not None and expect in ("above", "below", "no_better"):
@@ -308,7 +309,7 @@ class Judge:
             line.notes.append(f"each step against margin {margin:g}; rests on {claim['rests_on']}")
             return line
         if any(s.per_query is None for _, s in sides):
-            line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+            no_values(line)
             return line
         steps = [self.test(f"{name}: {b.row} vs {a.row}", b, a, expect, None, judged=judged)  # two rows: the whole is the step
                  for (_, a), (_, b) in zip(sides, sides[1:])] if len(sides) > 2 else []
@@ -373,7 +374,7 @@ class Judge:
             tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {start.row}, flat", s, start, "near",
                                float(claim["margin"])) for _, s in later]
             if any(t is None for t in tests):
-                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                no_values(line)
             else:
                 line.tests, line.decide = tests, every
                 line.notes.insert(0, "each later x against x = " + start.row)
@@ -394,7 +395,7 @@ class Judge:
             tests = [self.test(f"{claim['figure']}: {label} {claim['measure']} at {s.row} vs {best.row}, best", s, best, "below", None)
                      for _, s in others]
             if any(t is None for t in tests):
-                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                no_values(line)
             else:
                 line.tests, line.decide = tests, every
                 line.notes.insert(0, f"each other x against x = {best.row}")
@@ -432,7 +433,7 @@ class Judge:
                         break
                     tests.append(test)
             if len(tests) < len(sides) * (len(sides) - 1) // 2:
-                line.notes.append("no per-query values stored with these numbers (stored before issue 58), so no test")
+                no_values(line)
                 lines.append(line)
                 continue
             line.tests = tests

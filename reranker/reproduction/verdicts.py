@@ -46,7 +46,8 @@ CORRECTION = "holm"
 REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
 NOT_AT_SETTING = "not at the source's setting"
 NOT_TRAINED = "not trained"  # a row whose checkpoint did not get below its label prior, or kept its untrained start
-WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING, NOT_TRAINED)
+PENDING = "pending"  # numbers that judge nothing until a run remakes them (stale jobs, or no per-query values)
+WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING, NOT_TRAINED, PENDING)
 EXPECT = ("above", "below", "near", "no_better")
 
 RULE = (
