@@ -205,8 +205,8 @@ rule seed_index:
     params:
         run_dir=lambda w, output: os.path.dirname(output.index),
         command=CFG["run_command"],
-        preface=CFG["index_preface"] or "",
+        preface=f"--preface {shlex.quote(CFG['index_preface'])}" if CFG["index_preface"] else "",
         figure_caption=FOREST_CAPTION,
     shell:
         "python -m reranker tables index --run-dir {params.run_dir} --seeds {input.seeds} --sources {input.sources}"
-        " --out {output.index} --figure {output.forest} --command {params.command:q} --preface {params.preface:q} > {log}"
+        " --out {output.index} --figure {output.forest} --command {params.command:q} {params.preface} > {log}"
