@@ -74,14 +74,13 @@ def mark(reference: Path, name: str, why: str) -> None:
     from reranker.report.rerender import rerender
 
     numbers = stored_file(reference, name)
+    document = json.loads(numbers.read_text(encoding="utf-8"))
     if numbers.parent.name == "figures":  # a figure's points: the claims that read them read "pending"
-        document = json.loads(numbers.read_text(encoding="utf-8"))
         if document.get("pending_why") != why:
             write_json(numbers, {**document, "pending_why": why}, indent=1, sort_keys=True, ensure_ascii=False)
         return
-    if is_marked(numbers) and json.loads(numbers.read_text(encoding="utf-8")).get("layout", {}).get("pending_why") == why:
-        return
-    if not (json.loads(numbers.read_text(encoding="utf-8")).get("layout") or {}).get("measures"):
+    layout = document.get("layout") or {}
+    if not layout.get("measures") or (is_marked(numbers) and layout.get("pending_why") == why):
         return
     formats = sorted({p.suffix.lstrip(".") for p in (reference / "tables").glob(f"{name}.*")} & {"md", "csv", "tex", "html"})
     rerender(numbers, reference / "tables" / name, formats or ["md"], sources=str(SOURCES), pending=["*:*:*"], why=why)

@@ -139,9 +139,12 @@ class Judge:
         than_doc = other if other is not None else document
         groups = [g for g in (claim.get("groups") or stored.groups(document)) if g != claim.get("than_group")]
         stated = claim.get("stated_at")
-        if stated is not None and stated.get("select") == BEST:
-            return self.compare_best(claim, entry, document, than_doc, groups, spread)
-        at = [g for g in groups if stated is None or at_setting(g, stated)]
+        best = stated is not None and stated.get("select") == BEST
+        grid = [g for g in groups if group_setting(g)]
+        if best and len(grid) >= 2:
+            return self.compare_best(claim, entry, document, than_doc, grid, spread)
+        # one grid point has no best of a grid: not the source's setting, like a grid point we do not run
+        at = [] if best else [g for g in groups if stated is None or at_setting(g, stated)]
         not_at = setting_text(stated) if stated is not None and not at else None
         lines = []
         for group in at or groups:
@@ -169,22 +172,10 @@ class Judge:
                 out.append((ours, than, several or than_group != group))
         return out
 
-    def compare_best(self, claim: Mapping, entry: Mapping, document: Mapping, than_doc: Mapping, groups: list[str],
+    def compare_best(self, claim: Mapping, entry: Mapping, document: Mapping, than_doc: Mapping, grid: list[str],
                      spread: Mapping | None) -> Verdict:
-        """Each row at its own best grid point against `than` at its own: the source's selection, made on the same
-        queries for both sides (optimistic alike). With fewer than two grid points it is not the source's setting."""
-        grid = [g for g in groups if group_setting(g)]
-        if len(grid) < 2:
-            lines = []
-            for group in groups:
-                for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
-                    lines.append(self._compare_line(claim, entry, ours, than, named, spread, setting_text(claim["stated_at"]),
-                                                    untrained(document, ours) or untrained(than_doc, than)))
-                    lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained)
-            if not lines:
-                return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
-            return Verdict(lines)
-
+        """Each row at its own best of the `grid` points against `than` at its own: the source's selection, made on
+        the same queries for both sides (optimistic alike)."""
         def best(doc: Mapping, row: str) -> stored.Side | None:
             sides = [s for g in grid if (s := stored.side(doc, g, row, claim["measure"])) is not None]
             return max(sides, key=lambda s: s.value) if sides else None
