@@ -17,12 +17,16 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)  # rules call `python`: the suite's venv
 export OPENAI_API_KEY ?= not-used-by-birch-repro
 
 PROFILE ?= default
-RUN_DIR ?= runs/$(PROFILE)
+# One part of the run (the configuration's `parts`, e.g. `make run PART=birch`), in a run folder of its own: a
+# batch job that fits where the whole run does not. `make promote PART=birch` stores it (results/parts/birch/).
+PART ?=
+RUN_DIR ?= runs/$(PROFILE)$(if $(PART),-$(PART))
 # The DAG's command: a plain `snakemake` loads the default profile by itself (profiles/default), another
 # PROFILE is named; SNAKEMAKE_ARGS adds to it (e.g. --configfile my.yaml, whose run_dir is RUN_DIR).
-SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) $(SNAKEMAKE_ARGS)
+SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) \
+	$(if $(PART),--config part=$(PART) run_dir=$(RUN_DIR)) $(SNAKEMAKE_ARGS)
 
-.PHONY: setup run test docs quick promote stale lint benchmarks dry-run image test-image test-cluster browser
+.PHONY: setup run test docs quick promote index stale lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -47,7 +51,7 @@ $(STAMP): pyproject.toml
 run: setup
 	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --logs-only
 	$(SNAKEMAKE) --nolock
-	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --command "make run" --snakemake "$(SNAKEMAKE)"
+	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --command "make run$(if $(PART), PART=$(PART))" --snakemake "$(SNAKEMAKE)"
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser
@@ -90,12 +94,23 @@ quick: setup
 # Then what each promoted numbers file rests on (jobs.json beside numbers/: every job behind it, with the digest of its shell,
 # params and inputs, from this checkout's DAG, so promote from the checkout that made the run): `make stale` sets
 # a later commit's DAG against it and prints the tables whose jobs changed pending.
+# A part (PART=name) replaces in jobs.json what its own numbers files rest on, marks the stored tables whose jobs
+# changed pending (tools/stale.py), and makes the reference's index anew from every stored table (make index).
 REFERENCE = $(if $(filter quick,$(PROFILE)),results/quick,results)
 promote:
 	$(BIN)/python -m reranker compare --config $(RUN_DIR)/config.yaml --promote $(if $(PRUNE),--prune)
-	$(if $(filter default,$(PROFILE)),test ! -f results/numbers/radboud_split.json || \
+	$(if $(filter default,$(PROFILE)),test ! -f $(RUN_DIR)/numbers/radboud_split.json || \
 	  $(BIN)/python -m reranker tables split --stored results/numbers/radboud_split.json --into results/radboud.md)
-	$(BIN)/python tools/dag_jobs.py $(PROFILE) --run-dir $(RUN_DIR) --behind-numbers $(REFERENCE)/jobs.json
+	$(BIN)/python tools/dag_jobs.py $(PROFILE) --run-dir $(RUN_DIR) --behind-numbers $(REFERENCE)/jobs.json $(if $(PART),--merge-from $(RUN_DIR))
+	$(if $(PART),$(BIN)/python tools/stale.py $(PROFILE) --mark && $(MAKE) --no-print-directory index)
+
+# The reference's index (its README.md and the forest plot of its tests) made anew from every table stored there:
+# after a part is promoted, the claims of all parts are judged together.
+INDEX_COMMAND ?= make run (or part by part: make run PART=<name>, each promoted with make promote PART=<name>)
+index: setup
+	$(BIN)/python -m reranker tables index --run-dir $(REFERENCE) --seeds workflow/config/seed_tables.yaml \
+	  --sources workflow/config/source_numbers.yaml --out $(REFERENCE)/README.md \
+	  --figure $(REFERENCE)/figures/verdicts_forest.png --command "$(INDEX_COMMAND)"
 
 # The stored numbers whose jobs changed since they were made, printed pending in their tables (tools/stale.py).
 stale: setup

@@ -149,6 +149,24 @@ def commit() -> str:
     return (head or "unknown") + ("+dirty" if dirty.strip() else "")
 
 
+def made_by(run_dir: Path) -> set[str]:
+    """The numbers names a run folder holds: its tables' (numbers/<name>.json) and its figures' points (figures/<name>)."""
+    names = {p.stem for p in (run_dir / "numbers").glob("*.json")}
+    return names | {f"figures/{p.stem}" for p in (run_dir / "figures").glob("*.json") if p.name != "captions.json"}
+
+
+def merged(path: Path, record: dict, names: set[str]) -> dict:
+    """The record at `path` with the entries of `names` taken from `record` (a part promoted), each entry's commit in
+    `made_at` (an entry without one was made at the file's `commit`)."""
+    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"profile": record["profile"], "numbers": {}}
+    made_at = {name: old.get("made_at", {}).get(name, old.get("commit")) for name in old["numbers"]}
+    numbers = dict(old["numbers"])
+    for name in sorted(names & record["numbers"].keys()):
+        numbers[name], made_at[name] = record["numbers"][name], record["commit"]
+    return {"profile": record["profile"], "commit": old.get("commit", record["commit"]),
+            "made_at": dict(sorted(made_at.items())), "numbers": dict(sorted(numbers.items()))}
+
+
 def dump(listing: list[dict]) -> str:
     return json.dumps(listing, indent=1) + "\n"
 
@@ -158,12 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("profile", choices=PROFILES)
     parser.add_argument("--run-dir", type=Path, help="the run folder the dry run names (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write the JSON here (default: stdout)")
+    parser.add_argument("--merge-from", type=Path, help="with --behind-numbers: a part's run folder; only the numbers files it made "
+                                                        "are replaced in the existing record, each with this commit (made_at)")
     parser.add_argument("--behind-numbers", type=Path, help="also write what each numbers file rests on here (its jobs' "
                                                             "digests, with this checkout's commit: tools/stale.py)")
     args = parser.parse_args(argv)
     listing, behind = traced_jobs(args.profile, args.run_dir and args.run_dir.resolve())
     if args.behind_numbers:
         record = {"profile": args.profile, "commit": commit(), "numbers": behind}
+        if args.merge_from:
+            record = merged(args.behind_numbers, record, made_by(args.merge_from))
         args.behind_numbers.parent.mkdir(parents=True, exist_ok=True)
         args.behind_numbers.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     text = dump(listing)

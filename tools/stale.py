@@ -45,7 +45,8 @@ def reason(record: dict, name: str, jobs: list[str]) -> str:
     """Why a numbers file is pending: its commit, and how many jobs behind it moved, appeared or went, by rule."""
     rules = Counter(job.split(" ", 1)[0] for job in jobs).most_common()
     shown = ", ".join(f"{rule} {n}" for rule, n in rules[:6]) + (f" and {len(rules) - 6} more" if len(rules) > 6 else "")
-    return (f"made at {record['commit'][:12]}, since when {len(jobs)} jobs behind it changed, appeared or went "
+    made_at = (record.get("made_at") or {}).get(name) or record["commit"]  # a part promoted on its own has its commit
+    return (f"made at {made_at[:12]}, since when {len(jobs)} jobs behind it changed, appeared or went "
             f"({shown}): a run of today's code remakes it")
 
 

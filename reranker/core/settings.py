@@ -139,7 +139,8 @@ def fuse(config: Mapping, collection: str, section: str) -> dict:
 
 
 def compare(config: Mapping) -> dict:
-    return {**config["compare"], "reference": config["reference"]}
+    """Its tolerances, the reference, and the part the run made (None: the whole run, every stored number read)."""
+    return {**config["compare"], "reference": config["reference"], "part": config.get("part")}
 
 
 def reproduction(config: Mapping, pair: str) -> dict:

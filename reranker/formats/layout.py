@@ -49,7 +49,7 @@ PATTERNS = {
     "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
 }
 # What `compare` checks and `promote` copies: the published part of a run.
-PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion")
+PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion", "parts")  # parts/<name>/: a part's wall clock and resources
 PUBLISHED_FILES = ("README.md",)  # the seed index, where made: promoted, never compared (report.html is neither)
 
 

@@ -86,10 +86,11 @@ def read_from(reference: str | Path) -> list[str]:
                   if p.is_file() and p.stem not in AFTER_COMPARISON)
 
 
-def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, float]) -> list[Difference]:
+def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, float], only_run: bool = False) -> list[Difference]:
+    """Every number of either side (`only_run`: of the tables the run made, as a part of a run compares)."""
     differences = []
-    names = sorted(({p.stem for p in (run_dir / "numbers").glob("*.json")} | {p.stem for p in (reference / "numbers").glob("*.json")})
-                   - AFTER_COMPARISON)
+    ours = {p.stem for p in (run_dir / "numbers").glob("*.json")}
+    names = sorted((ours if only_run else ours | {p.stem for p in (reference / "numbers").glob("*.json")}) - AFTER_COMPARISON)
     for table in names:
         (run, run_machine), (ref, ref_machine) = (_numbers(folder / "numbers" / f"{table}.json") for folder in (run_dir, reference))
         for key in sorted(run.keys() | ref.keys()):
@@ -118,11 +119,12 @@ def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
     return dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else [])  # run.json has none
 
 
-def compare_files(run_dir: Path, reference: Path) -> list[tuple[str, str]]:
-    """(path, identical | differs | new | missing) for every published table file."""
+def compare_files(run_dir: Path, reference: Path, only_run: bool = False) -> list[tuple[str, str]]:
+    """(path, identical | differs | new | missing) for every published table file (`only_run`: the run's)."""
     rows = []
     run_files = {p.relative_to(run_dir) for p in (run_dir / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON}
-    ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON}
+    ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON
+                 and (not only_run or p.relative_to(reference) in run_files or p.stem in {r.stem for r in run_files})}
     for rel in sorted(run_files | ref_files):
         if rel not in ref_files:
             rows.append((str(rel), "new"))

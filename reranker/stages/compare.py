@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     settings = stage_settings.compare(config)  # its tolerances and the reference
-    run_dir, reference = Path(config["run_dir"]), Path(settings.pop("reference"))
+    run_dir, reference, part = Path(config["run_dir"]), Path(settings.pop("reference")), settings.pop("part")
     if not (run_dir / "numbers").is_dir():
         raise InputError(f"{run_dir}/numbers does not exist; run the workflow first")
     if args.promote:
@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'pruned' if args.prune else 'kept, not made by this run'}: {path}")
         return 0
     refuse_if_interrupted(reference)
-    differences = compare_numbers(run_dir, reference, settings)
-    text = report(differences, compare_files(run_dir, reference), run_dir, reference, settings)
+    # A part compares what it made: the reference's other tables are other parts', not missing from this run.
+    differences = compare_numbers(run_dir, reference, settings, only_run=bool(part))
+    text = report(differences, compare_files(run_dir, reference, only_run=bool(part)), run_dir, reference, settings)
     print(text)
     drifts = [d for d in differences if d.status == "drift"]
     if drifts:

@@ -5,6 +5,8 @@ paper plugin's `paths`. No paper is named here: what is a paper's comes from its
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import shlex
 from collections.abc import Mapping
 from functools import cached_property
@@ -15,6 +17,7 @@ from reranker.core.config import CHECKPOINT_SETTINGS, checkpoint_config, slug, t
 from reranker.core.registry import FIRST_STAGES
 from reranker.corpora.base import Collection
 from reranker.corpora.load import load_collection
+from reranker.formats.errors import ConfigError
 from reranker.formats.layout import Layout
 
 # Snakemake starts, among the ready jobs, the set with the largest summed priority that fits the free
@@ -268,3 +271,23 @@ class Experiment:
                 parts += [f"{label} fold {fold} {words(values)}" for fold, values in params.get("folds", {}).items()]
         return f"; overrides: {'; '.join(parts)}" if parts else ""
 
+
+    # Parts: the run cut into batch jobs -------------------------------------------------------
+    def part_targets(self, published: list[str]) -> list[str]:
+        """The files of `published` (every table, figure and numbers file a whole run makes) that the configured part
+        makes (`parts`, `part`); all of them where no part is set. A pattern that matches nothing is refused: a part
+        that silently made nothing would promote nothing and say so nowhere."""
+        part = self.config.get("part")
+        if not part:
+            return list(published)
+        parts = self.config.get("parts") or {}
+        if part not in parts:
+            raise ConfigError(f"part: {part!r} is not one of this configuration's parts ({', '.join(parts) or 'none'})")
+        relative = {path: os.path.relpath(path, self.config["run_dir"]) for path in published}
+        chosen = []
+        for pattern in parts[part]["outputs"]:
+            found = [path for path, rel in relative.items() if fnmatch.fnmatchcase(rel, pattern)]
+            if not found:
+                raise ConfigError(f"parts: {part}: {pattern!r} matches none of the run's published files")
+            chosen += found
+        return list(dict.fromkeys(chosen))

@@ -11,6 +11,8 @@ In the run folder it writes, in this order:
   the logs (a rerun with nothing to do) keeps its file, says so on stderr, and the rest goes on;
 - `tables/resources.{md,csv,html}` and `numbers/resources.json`: the resources table again, now with the
   measured wall clock, each paper's per-fold checkpoints in one row (`reranker.experiments.checkpoint_prefixes()`);
+  a part of the run (`part:` in the folder's config.yaml) writes these records and the resources table into
+  `parts/<part>/` instead, beside the other parts' once promoted;
 - `report.html`: the DAG's own snakemake command with `--report`, every table and figure in one page
   (`--no-report`: not).
 
@@ -26,6 +28,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 from reranker import experiments
 from reranker.formats.errors import exits_on_input_error
@@ -61,6 +65,14 @@ def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -
             shutil.copy2(log, copy)
 
 
+def _part(run_dir: Path) -> str | None:
+    """The part of the run the folder holds (its resolved configuration's `part`), or None for a whole run."""
+    config = run_dir / "config.yaml"
+    if not config.exists():
+        return None
+    return (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("part")
+
+
 def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all", report: bool = True) -> int:
     """The steps after the DAG (see the module's docstring); the first failing step's exit code, else 0."""
     collect_logs(run_dir)
@@ -69,7 +81,11 @@ def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all"
     if not logs:
         raise FileNotFoundError(f"{run_dir / 'logs'}: no *.snakemake.log (make run copies each stretch's log there)")
     log_args = [arg for log in logs for arg in ("--log", log)]
-    numbers = run_dir / "numbers"
+    # A part of the run (`part:` in its configuration) keeps its own records, promoted into the reference's parts/<name>/
+    # beside the other parts', so that the whole run's numbers/run.json and resources table stay the whole run's.
+    part = _part(run_dir)
+    numbers = run_dir / "parts" / part if part else run_dir / "numbers"
+    tables = numbers if part else run_dir / "tables"
     run_json = numbers / "run.json"
     timings = [log_args + ["--out", str(run_json), "--command", command]]
     timings += [log_args + ["--part", part, "--out", str(numbers / f"{name}_time.json"), "--command", command]
@@ -79,7 +95,7 @@ def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all"
             return status
     status = records.main_resources(["--run-dir", str(run_dir), "--wall-clock", str(run_json),
                                      "--checkpoint-groups", *experiments.checkpoint_prefixes(),
-                                     "--formats", "md", "csv", "html", "--out", str(run_dir / "tables" / "resources"),
+                                     "--formats", "md", "csv", "html", "--out", str(tables / "resources"),
                                      "--numbers", str(numbers / "resources.json"), "--command", command])
     if status or not report:
         return status

@@ -15,6 +15,10 @@ STATS_NOTE = (
 BASELINES_NOTE = (
     "AP is AP@1000 (trec_eval -M1000 map). A provided run is evaluated as it is" " (robust04: Birch's own 5-fold BM25+RM3 run)."
 )
+# What the comparison reads: every table and figure, or those of the configured part (`parts`, `part`; the run
+# against the originals' own runs is published too, so a part may make it).
+REPRODUCTION = [PATH("run_reproduction", pair=pair) for pair in CFG["reproduction"]]
+TARGETS = EXP.part_targets(TABLES + REPRODUCTION) if CFG["part"] else TABLES
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
 TABLE_SPECS = EXP.specs
 # The rules that draw figures: those whose params caption them (the report's caption, figure_report).
@@ -132,7 +136,7 @@ rule dataset_stats_table:
 rule compare:
     """Every number of this run against the stored reference, within the configured tolerances."""
     input:
-        TABLES,
+        TARGETS,
         reference=reference.read_from(config["reference"]),
     output:
         PATH("comparison"),
@@ -190,7 +194,7 @@ rule seed_index:
         comparison=PATH("comparison"),
         seeds=CFG["seed_tables"],
         sources=SOURCE_NUMBERS,
-        reproduction=[PATH("run_reproduction", pair=pair) for pair in CFG["reproduction"]],  # read from the run folder
+        reproduction=REPRODUCTION,  # read from the run folder
         tables=TABLES,  # each claim reads its table's numbers, made with it
         figures=FIGURE_FILES,  # and a figure's points (figure 5.4's sweep)
     output:
