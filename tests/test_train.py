@@ -376,6 +376,32 @@ def test_best_units_keep_the_filters_top_unit_of_each_relevant_document(scifact,
         TrainingConfig(**{**config.as_dict(), "unit": "documents"})
 
 
+def test_the_filters_scores_are_kept_by_content_and_read_back_as_computed(scifact, tiny_model_dir, tmp_path, capsys):
+    """--filter-cache: a second training that filters the same pairs reads the first's scores and keeps the same
+    units; a stored file changed by one byte fails its digest and is computed again, not served."""
+    from reranker.neural.training.teacher import best_units
+
+    source, _ = with_qids(scifact, split(scifact)[0][:12], tmp_path)
+    config = TrainingConfig(**{**SHORT.as_dict(), "unit": "passages", "passage_length": 40, "passage_stride": 20,
+                               "max_pairs": None, "validation_fraction": 0.2, "positives": "best",
+                               "positive_filter": str(tiny_model_dir)})
+    cache = tmp_path / "filter"
+    plain, _ = best_units([load_source(source, config)], config, torch.device("cpu"), torch.float32)
+    first, _ = best_units([load_source(source, config)], config, torch.device("cpu"), torch.float32, cache)
+    stored = sorted(cache.glob("*.npz"))
+    assert len(stored) == 2  # one pass per split
+    mtimes = [p.stat().st_mtime_ns for p in stored]
+    second, _ = best_units([load_source(source, config)], config, torch.device("cpu"), torch.float32, cache)
+    assert [p.stat().st_mtime_ns for p in stored] == mtimes  # read, not written again
+    assert plain[0].pairs == first[0].pairs == second[0].pairs and plain[0].validation == second[0].validation
+    raw = bytearray(stored[0].read_bytes())
+    raw[-200] ^= 0xFF
+    stored[0].write_bytes(bytes(raw))
+    third, _ = best_units([load_source(source, config)], config, torch.device("cpu"), torch.float32, cache)
+    assert third[0].pairs == plain[0].pairs and third[0].validation == plain[0].validation
+    assert "computed again" in capsys.readouterr().err
+
+
 def test_sentence_pairs_are_the_segment_stages_sentences_with_their_documents_label(scifact, tmp_path):
     """unit sentences: every pysbd sentence of a judged document (title first), whole, as segment cuts them."""
     from reranker.formats.docs import read_docs

@@ -31,6 +31,7 @@ PATTERNS = {
     "scores_meta": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.tsv.meta.json",
     "scores_part": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.{unit}.part{part}.tsv",
     "score_cache": "work/cache/scores",
+    "filter_cache": "work/cache/filter",  # a positive filter's scores, by content (formats.array_cache)
     "checkpoint_dir": "work/checkpoints/{checkpoint}",
     "checkpoint_meta": "work/checkpoints/{checkpoint}/reranker.json",
     "benchmark": "benchmarks/{stage}/{name}.tsv",

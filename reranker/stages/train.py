@@ -68,6 +68,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="with --config: the finetune checkpoint's name (its base and training:)")
     p.add_argument("--folds", type=Path, help="folds JSON ({fold: [test qids]}) of a checkpoint with train_fold: it "
                    "trains on the queries outside that fold")
+    p.add_argument("--filter-cache", type=Path, help="a folder where the positive filter's scores are kept by content "
+                                                     "(positives: best): trainings that filter the same pairs score them once")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: the cores this process may use)")
     p.add_argument("--no-bucketing", dest="bucketed", action="store_const", const=False,
                    help="random batches padded to their longest pair (default: length-bucketed)")
@@ -141,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(threads or hardware.cpu_threads())
 
     training = TrainingConfig.from_mapping(settings)
-    out = train(base, sources, args.out, training) if mix else train_chain(base, sources, args.out, training)
+    out = (train(base, sources, args.out, training, args.filter_cache) if mix
+           else train_chain(base, sources, args.out, training, args.filter_cache))
     meta = models.read_meta(out)
     chosen = meta.get("validation") or {}
     print(f"{out}: {meta['pairs']} pairs, {meta['steps']} steps, final loss {meta['final_loss']:.4f}"

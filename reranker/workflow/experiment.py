@@ -176,10 +176,13 @@ class Experiment:
 
     def model_flags(self, name: str) -> str:
         """A training job's --base and a flag per checkpoint its settings name (--teacher, --head-from,
-        --positive-filter): the folders (or hub ids) it starts from, learns from, takes its head from..."""
+        --positive-filter): the folders (or hub ids) it starts from, learns from, takes its head from... With a
+        positive filter, the run folder's store of its scores (--filter-cache): every row trained on the same pairs
+        asks the filter the same, and scoring them took most of a short training (a store, not an output)."""
+        named = self.named_checkpoints(name)
         flags = [f"--base {shlex.quote(self.checkpoint_ref(self.checkpoint(name)['base']))}"]
-        flags += [f"--{setting.replace('_', '-')} {shlex.quote(self.checkpoint_ref(other))}"
-                  for setting, other in self.named_checkpoints(name).items()]
+        flags += [f"--{setting.replace('_', '-')} {shlex.quote(self.checkpoint_ref(other))}" for setting, other in named.items()]
+        flags += [f"--filter-cache {shlex.quote(self.layout.path('filter_cache'))}"] if "positive_filter" in named else []
         return " ".join(flags)
 
     def fold_file(self, name: str) -> str:

@@ -58,13 +58,14 @@ def publish(out_dir: Path, classifier: models.Classifier, loop: Loop, meta: dict
 
 
 def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathLike,
-          config: TrainingConfig = DEFAULT_TRAINING) -> Path:
+          config: TrainingConfig = DEFAULT_TRAINING, filter_cache: str | os.PathLike | None = None) -> Path:
     """Fine-tune `base` (HF id or checkpoint dir) on the pairs of `sources`, shuffled together.
 
     A `validation_fraction` of each source's queries is held out; every `eval_every` steps the
     held-out loss and MRR are logged, and with `select: best` the checkpoint keeps the weights of
     the step with the lowest held-out loss. Returns `out_dir`. A complete checkpoint there with the
-    same inputs is kept as it is.
+    same inputs is kept as it is. `filter_cache`: where the positive filter's scores are kept by content
+    (positives: best), shared by the trainings that filter the same pairs.
     """
     sources = [sources] if isinstance(sources, Source) else list(sources)
     if not sources:
@@ -86,7 +87,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
             print(f"{out_dir}: complete checkpoint with the same inputs, not retrained", file=sys.stderr)
             return out_dir
         if config.positives == "best":  # after the reuse check: the filter's pass is paid only when training
-            examples, meta["positive_filter"] = best_units(examples, config, device, dtype)
+            examples, meta["positive_filter"] = best_units(examples, config, device, dtype, filter_cache)
 
         pad = pad_id(classifier.tokenizer)
         if objective is None:
@@ -105,7 +106,7 @@ def train(base: str, sources: Source | Sequence[Source], out_dir: str | os.PathL
 
 
 def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike,
-                config: TrainingConfig = DEFAULT_TRAINING) -> Path:
+                config: TrainingConfig = DEFAULT_TRAINING, filter_cache: str | os.PathLike | None = None) -> Path:
     """Fine-tune on each source in turn, each stage starting from the previous one's weights.
 
     Stage i < n is kept in `out_dir/stage-i-<name>`; the last stage is `out_dir` itself.
@@ -115,5 +116,6 @@ def train_chain(base: str, sources: Sequence[Source], out_dir: str | os.PathLike
     out_dir = Path(out_dir)
     current = str(base)
     for number, source in enumerate(sources[:-1], start=1):
-        current = str(train(current, source, out_dir / f"stage-{number}-{source.name.replace('/', '-')}", config))
-    return train(current, sources[-1], out_dir, config)
+        current = str(train(current, source, out_dir / f"stage-{number}-{source.name.replace('/', '-')}", config,
+                            filter_cache))
+    return train(current, sources[-1], out_dir, config, filter_cache)

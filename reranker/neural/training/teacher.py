@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
+from reranker.formats import array_cache
 from reranker.neural import models
 from reranker.neural.batching import pad_id, tokenize_pairs
 from reranker.neural.forward import cosines
@@ -55,12 +58,18 @@ def relevance_scores(scorer: models.Classifier, queries: Sequence[str], texts: S
     return logits[:, scorer.relevant_index] - logits[:, 1 - scorer.relevant_index]
 
 
+def _exact_array(scores: torch.Tensor) -> np.ndarray:
+    """The scores as NumPy holds them, value for value (bf16, which NumPy lacks, widened to fp32 exactly)."""
+    return (scores.float() if scores.dtype == torch.bfloat16 else scores).numpy()
+
+
 def best_units(examples: Sequence[Examples], config: TrainingConfig, device: torch.device,
-               dtype: torch.dtype) -> tuple[list[Examples], dict[str, Any]]:
+               dtype: torch.dtype, cache: str | os.PathLike | None = None) -> tuple[list[Examples], dict[str, Any]]:
     """Cleaner positives (positives: best): of each relevant document's units only the one the filter
     checkpoint scores highest stays a positive; its other units are left out, neither positive (they may
     not be relevant) nor negative (they may be). Held-out pairs alike, so that the kept step is chosen on
-    the same task; the cap on training pairs is applied after."""
+    the same task; the cap on training pairs is applied after. `cache`: a folder where each pass's scores are
+    kept by content (reranker.formats.array_cache), since every row trained on the same pairs asks the same."""
     scorer = models.load_classifier(config.positive_filter, head=config.positive_filter_head, device=device)
     kept, record = [], {"checkpoint": str(config.positive_filter), "head": scorer.head,
                         "fingerprint": scorer.fingerprint}
@@ -69,8 +78,10 @@ def best_units(examples: Sequence[Examples], config: TrainingConfig, device: tor
         for split in ("pairs", "validation"):
             pairs = getattr(example, split)
             positive = [pair for pair in pairs if pair.label]
-            scores = relevance_scores(scorer, [example.topics[p.qid] for p in positive],
-                                      [example.docs[p.doc_id] for p in positive], config.max_length, dtype).tolist()
+            queries, texts = [example.topics[p.qid] for p in positive], [example.docs[p.doc_id] for p in positive]
+            scores = array_cache.cached(
+                cache, [scorer.fingerprint, scorer.head, str(dtype), config.max_length, queries, texts],
+                lambda q=queries, t=texts: _exact_array(relevance_scores(scorer, q, t, config.max_length, dtype))).tolist()
             best: dict[tuple[str, str], tuple[float, str]] = {}
             for pair, score in zip(positive, scores):
                 key = (pair.qid, unit_document(pair.doc_id))
