@@ -73,3 +73,19 @@ def test_a_parts_record_replaces_only_what_it_made(tmp_path):
     record = dag_jobs.merged(stored, new, {"b", "c"})
     assert record["numbers"] == {"a": {"j": "1"}, "b": {"j": "4"}, "c": {"j": "5"}}
     assert record["made_at"] == {"a": "old", "b": "new", "c": "new"}
+
+
+def test_the_index_names_each_parts_job_its_wall_clock_machine_and_commit(tmp_path):
+    from reranker.report.parts import section
+
+    assert section(tmp_path) == []  # a whole run: its command line says it all
+    record = {"command": "make run PART=birch", "git_commit": "e48e368" + "0" * 33, "git_dirty": False,
+              "wall_clock_seconds": 5400.0, "jobs": 204, "started": "2026-12-02 00:36:00",
+              "machine": {"cpu": "AMD EPYC", "cores": 2, "bf16": True, "gpu": "none"}}
+    (tmp_path / "parts" / "birch").mkdir(parents=True)
+    (tmp_path / "parts" / "birch" / "run.json").write_text(json.dumps(record))
+    (tmp_path / "numbers").mkdir()
+    (tmp_path / "numbers" / "run.json").write_text(json.dumps({**record, "command": "make run", "git_dirty": True}))
+    lines = section(tmp_path)
+    assert "| birch | `make run PART=birch` | 90.0 min | 204 | AMD EPYC, 2 cores, bf16 | e48e36800000 |" in "\n".join(lines)
+    assert any(line.startswith("| whole run") and "(dirty)" in line for line in lines)

@@ -13,6 +13,7 @@ from pathlib import Path
 from reranker.formats.atomic import write_text
 from reranker.formats.layout import Layout
 from reranker.report.forest import FIGURE, Labelled, forest_figure, labelled, points, rows_of, short, table_name
+from reranker.report.parts import section as made_in_parts
 from reranker.reproduction import run_level as run_reproduction
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.claims import Line, judge_all
@@ -201,6 +202,7 @@ def index(seeds: Mapping, run_dir: Path, command: str = "", figure: str | Path |
     if command:
         lines += [f"Made by `{command}` from this folder's `numbers/*.json`; the verdicts are checked by "
                   "`python -m reranker tables index` against the claims in `workflow/config/seed_tables.yaml`.", ""]
+    lines += made_in_parts(run_dir)
     for w, (work, verdicts_of_work) in enumerate(zip(seeds["works"], judged)):
         lines += [f"## {work['title']}", ""]
         if work.get("details"):
