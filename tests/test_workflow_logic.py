@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 # job's own time is the measurement. Settings never travel as flags.
 ALLOWED_FLAGS = {"--config", "--collection", "--checkpoint", "--model", "--unit", "--top-n", "--method", "--source",
                  "--section", "--ranking", "--candidates", "--no-cache", "--part", "--parts", "--base", "--teacher", "--head-from",
-                 "--positive-filter", "--cache",
+                 "--positive-filter", "--cache", "--filter-cache",
                  "--docs", "--topics", "--qrels", "--run", "--index", "--folds", "--segments", "--scores", "--out",
                  "--params-out", "--threads", "--pair", "--original", "--evidence-out"}
 # Generic tools have no settings: table builders take cells and captions, aggregation a method.
