@@ -88,8 +88,8 @@ def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all"
     tables = numbers if part else run_dir / "tables"
     run_json = numbers / "run.json"
     timings = [log_args + ["--out", str(run_json), "--command", command]]
-    timings += [log_args + ["--part", part, "--out", str(numbers / f"{name}_time.json"), "--command", command]
-                for name, part in experiments.wall_clock_parts().items()]
+    timings += [log_args + ["--part", paper_part, "--out", str(numbers / f"{name}_time.json"), "--command", command]
+                for name, paper_part in experiments.wall_clock_parts().items() if not part]  # a part's own clock is run.json
     for argv in timings:
         if status := records.main_wall_clock(argv):
             return status
