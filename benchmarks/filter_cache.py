@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import tempfile
 import time
@@ -70,8 +69,7 @@ def main() -> int:
             same &= first[0].pairs == again[0].pairs and first[0].validation == again[0].validation
     result = {
         "command": "python benchmarks/filter_cache.py --run-dir " + str(args.run_dir),
-        "machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-                    "bf16": dtype == torch.bfloat16},
+        "machine": {**hardware.machine(), "torch_threads": torch.get_num_threads(), "bf16": dtype == torch.bfloat16},
         "checkpoint_settings": CHECKPOINT, "positive_pairs_scored": positives, "max_length": training.max_length,
         "cold_seconds": [round(t, 2) for t in cold], "warm_seconds": [round(t, 3) for t in warm],
         "speedup": round(statistics.median(c / w for c, w in zip(cold, warm)), 1),
