@@ -5,8 +5,9 @@ job (Snakemake's own list, tools/dag_trace.py), or under a declared folder: else
 and nothing orders the job after its maker.
 
 Read without declaring, by design: the run's resolved config.yaml (its settings are the job's params), the score
-cache (a content-addressed store shared by every score job), the job's own outputs and their staging (a resumed
-job reads what it wrote), a checkpoint's folder beside the meta file that stands for it, a declared file's
+cache (a content-addressed store shared by every score job) and the positive filter's (shared by NTNU trainings),
+the job's own outputs and their staging (a resumed job reads what it wrote), a checkpoint's folder beside the meta
+file that stands for it, a declared file's
 `.meta.json` sidecar and the other files of the job that made a declared input (written with it, in one job:
 ordered and rerun with it), the run and qrels a declared evaluation names (a table hashes them into its numbers'
 provenance), and the resources table's reading of every job's records (RUN_RECORDS). A folder listing reads no
@@ -93,7 +94,8 @@ class Jobs:
 def allowed(path: str, job: dict, run_dir: Path, made_with: set[str]) -> bool:
     """`made_with`: the job's siblings and its evaluations' sources (Jobs.made_with), computed once per job."""
     declared = set(job["input"])
-    if path in declared or path == str(run_dir / "config.yaml") or path.startswith(str(run_dir / PATTERNS["score_cache"])):
+    stores = (str(run_dir / PATTERNS["score_cache"]), str(run_dir / PATTERNS["filter_cache"]))
+    if path in declared or path == str(run_dir / "config.yaml") or path.startswith(stores):
         return True
     if any(path == o or path.startswith(o + os.sep) or path.startswith(o + ".") for o in job["outputs"]):
         return True  # its own outputs, and their staging (`.tmp`) and sidecars
