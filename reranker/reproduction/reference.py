@@ -123,8 +123,9 @@ def compare_files(run_dir: Path, reference: Path, only_run: bool = False) -> lis
     """(path, identical | differs | new | missing) for every published table file (`only_run`: the run's)."""
     rows = []
     run_files = {p.relative_to(run_dir) for p in (run_dir / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON}
+    made = {r.stem for r in run_files}  # a part's tables, each in every format it wrote
     ref_files = {p.relative_to(reference) for p in (reference / "tables").glob("*") if p.is_file() and p.stem not in AFTER_COMPARISON
-                 and (not only_run or p.relative_to(reference) in run_files or p.stem in {r.stem for r in run_files})}
+                 and (not only_run or p.stem in made)}
     for rel in sorted(run_files | ref_files):
         if rel not in ref_files:
             rows.append((str(rel), "new"))
