@@ -104,13 +104,11 @@ promote:
 	$(BIN)/python tools/dag_jobs.py $(PROFILE) --run-dir $(RUN_DIR) --behind-numbers $(REFERENCE)/jobs.json $(if $(PART),--merge-from $(RUN_DIR))
 	$(if $(PART),$(BIN)/python tools/stale.py $(PROFILE) --mark && $(MAKE) --no-print-directory index)
 
-# The reference's index (its README.md and the forest plot of its tests) made anew from every table stored there:
-# after a part is promoted, the claims of all parts are judged together.
+# The reference's index (its README.md and the forest plot of its tests) made anew from every table stored there, with
+# the profile's seed file and preface: after a part is promoted, the claims of all parts are judged together.
 INDEX_COMMAND ?= make run (or part by part: make run PART=<name>, each promoted with make promote PART=<name>)
 index: setup
-	$(BIN)/python -m reranker tables index --run-dir $(REFERENCE) --seeds workflow/config/seed_tables.yaml \
-	  --sources workflow/config/source_numbers.yaml --out $(REFERENCE)/README.md \
-	  --figure $(REFERENCE)/figures/verdicts_forest.png --command "$(INDEX_COMMAND)"
+	$(BIN)/python -m reranker.workflow.index --reference $(REFERENCE) --profile $(PROFILE) --command "$(INDEX_COMMAND)"
 
 # The stored numbers whose jobs changed since they were made, printed pending in their tables (tools/stale.py).
 stale: setup

@@ -89,3 +89,21 @@ def test_the_index_names_each_parts_job_its_wall_clock_machine_and_commit(tmp_pa
     lines = section(tmp_path)
     assert "| birch | `make run PART=birch` | 90.0 min | 204 | AMD EPYC, 2 cores, bf16 | e48e36800000 |" in "\n".join(lines)
     assert any(line.startswith("| whole run") and "(dirty)" in line for line in lines)
+
+
+def test_the_stored_index_remade_with_its_profiles_settings_is_the_stored_one(tmp_path):
+    """`make index PROFILE=quick` (after a part's promote) reads the seed file and preface from the profile's
+    configuration, as the DAG's rule does: remade from the stored tables, the quick reference's index is unchanged."""
+    import shutil
+
+    from reranker.workflow import index
+
+    reference = tmp_path / "quick"
+    shutil.copytree(REPO / "results" / "quick", reference)
+    config = experiments.load_config(index.profile_layers("quick"))
+    assert index.main(["--reference", str(reference), "--profile", "quick", "--command", config["run_command"]]) == 0
+    stored = (REPO / "results" / "quick" / "README.md").read_text(encoding="utf-8")
+    assert (reference / "README.md").read_text(encoding="utf-8") == stored
+    assert config["index_preface"].split()[0] in stored  # the preface the profile's configuration asks for
+    with pytest.raises(SystemExit, match="no profile 'quik'"):
+        index.profile_layers("quik")

@@ -576,6 +576,27 @@ def test_finish_times_the_run_and_its_parts_then_makes_the_resources_table_with_
     assert "no *.snakemake.log" in capsys.readouterr().err
 
 
+def test_finish_keeps_a_parts_records_in_its_own_folder(tmp_path):
+    """A part of the default (`make run PART=name`, `part:` in the run's resolved configuration) times itself into
+    parts/<name>/, so that the whole run's numbers/run.json and resources table stay the whole run's."""
+    from reranker import experiments
+    from reranker.core.config import write_resolved
+    from reranker.workflow import finish
+
+    run = tmp_path / "run"
+    a1, a2 = snakemake_job("09:00:00", "09:10:00", "train", 1, "checkpoints/radboud-swap-g1-f1/reranker.json")
+    log = run / "logs" / "2026-11-23T085900.000000.snakemake.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("  Date: 2026-11-23 08:59:00\n" + a1 + a2 + "1 of 1 steps (100%) done\nElapsed time: 0:11:00\n")
+    write_benchmark(run / "benchmarks", "train", "radboud-swap-g1-f1", 600, 1_000_600)
+    write_resolved(experiments.load_config(overrides={"part": "radboud-2a", "run_dir": str(run)}), run / "config.yaml",
+                   ["workflow/config/config.yaml"])
+    assert finish.main(["--run-dir", str(run), "--command", "make run PART=radboud-2a", "--no-report"]) == 0
+    record = json.loads((run / "parts" / "radboud-2a" / "run.json").read_text())
+    assert record["wall_clock_seconds"] == 11 * 60 and record["command"] == "make run PART=radboud-2a"
+    assert (run / "parts" / "radboud-2a" / "resources.md").exists() and not (run / "numbers").exists()
+
+
 def test_device_usage_says_none_on_a_cpu_and_parts_combine():
     import torch
 

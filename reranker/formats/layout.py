@@ -48,6 +48,9 @@ PATTERNS = {
     "run_reproduction": "numbers/reproduction/{pair}.json",
     "comparison": "comparison.md",
     "seed_index": "README.md",  # every seed table, our files and whether the effect held (tables index)
+    # a part of the default (`make run PART=name`): its own wall clock and resources, beside the other parts' once promoted
+    "part_records": "parts/{part}",
+    "part_run": "parts/{part}/run.json",
 }
 # What `compare` checks and `promote` copies: the published part of a run.
 PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion", "parts")  # parts/<name>/: a part's wall clock and resources

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-PART_RECORDS = "parts/*/run.json"
+from reranker.formats.layout import PATTERNS
+
+PART_RECORDS = PATTERNS["part_run"].format(part="*")
 
 
 def _row(name: str, record: dict) -> str:

@@ -29,10 +29,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from reranker import experiments
 from reranker.formats.errors import exits_on_input_error
+from reranker.formats.layout import Layout
 from reranker.report import run_records as records
 
 
@@ -67,10 +66,8 @@ def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -
 
 def _part(run_dir: Path) -> str | None:
     """The part of the run the folder holds (its resolved configuration's `part`), or None for a whole run."""
-    config = run_dir / "config.yaml"
-    if not config.exists():
-        return None
-    return (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("part")
+    config = Path(Layout(str(run_dir)).path("config"))
+    return experiments.load_config(config).get("part") if config.exists() else None
 
 
 def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all", report: bool = True) -> int:
@@ -84,7 +81,7 @@ def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all"
     # A part of the run (`part:` in its configuration) keeps its own records, promoted into the reference's parts/<name>/
     # beside the other parts', so that the whole run's numbers/run.json and resources table stay the whole run's.
     part = _part(run_dir)
-    numbers = run_dir / "parts" / part if part else run_dir / "numbers"
+    numbers = Path(Layout(str(run_dir)).path("part_records", part=part)) if part else run_dir / "numbers"
     tables = numbers if part else run_dir / "tables"
     run_json = numbers / "run.json"
     timings = [log_args + ["--out", str(run_json), "--command", command]]
