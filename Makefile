@@ -26,7 +26,7 @@ RUN_DIR ?= runs/$(PROFILE)$(if $(PART),-$(PART))
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) \
 	$(if $(PART),--config part=$(PART) run_dir=$(RUN_DIR)) $(SNAKEMAKE_ARGS)
 
-.PHONY: setup run test docs quick promote index stale lint benchmarks dry-run image test-image test-cluster browser
+.PHONY: setup run data test docs quick promote index stale lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -52,6 +52,11 @@ run: setup
 	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --logs-only
 	$(SNAKEMAKE) --nolock
 	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --command "make run$(if $(PART), PART=$(PART))" --snakemake "$(SNAKEMAKE)"
+
+# The files the configuration reads that no library downloads, fetched and checked into data/ or BIRCH_DATA
+# (workflow/config/downloads.yaml, docs/data.md); `make run` fetches each as its first job needs it.
+data: setup
+	$(SNAKEMAKE) data
 
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser

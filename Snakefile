@@ -9,6 +9,8 @@ from snakemake.utils import min_version
 
 from reranker import experiments
 from reranker.core.config import write_resolved
+from reranker.formats.errors import input_error_line
+from reranker.workflow import data as run_data
 from reranker.workflow.run_lock import RunLock
 from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
 
@@ -36,13 +38,27 @@ else:
     LOCK.note()
     CONFIG_FILE = EXP.layout.path("config")  # the holder's, unchanged
 
-for cid in EXP.collections_to_check():
-    EXP.loaded(cid).check_files()  # name every missing file, and where it goes, before any job starts
+# The files no library downloads (workflow/config/downloads.yaml): each one that is there checked now, before any job
+# reads it; those missing are fetched or derived by rules (workflow/rules/data.smk). Any other missing file is named,
+# with where it goes, before any job starts. Either in one line and exit 2, as a stage reports bad input.
+try:
+    DATA = run_data.prepare(CFG)
+    for cid in EXP.collections_to_check():
+        EXP.loaded(cid).check_files(DATA.made_by_rules())
+except Exception as err:
+    if input_error_line(err) is None:
+        raise
+    run_data.stop(input_error_line(err))
 
 
 onstart:
     if LOCK is not None:
         LOCK.refuse()  # another process holds the run folder: stop before scheduling a job
+    # Licensed documents (the paper profile's) that ir_datasets lacks: all listed, with how to register them, before
+    # the first job; not at parse time, so a dry run still shows the DAG on a machine without them.
+    missing = run_data.licensed_missing([EXP.loaded(cid) for cid in EXP.collections_to_check()])
+    if missing:
+        run_data.stop("the licensed documents this configuration reads are missing:\n  " + "\n  ".join(missing))
 
 
 # Used with --sdm apptainer (or its alias --use-singularity); build it from containers/ (see README).
@@ -53,6 +69,7 @@ report: "workflow/report/workflow.rst"  # snakemake --report: every table and fi
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
 include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"

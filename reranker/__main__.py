@@ -12,6 +12,7 @@ import sys
 from reranker.core import opened
 
 STAGES = {
+    "data": "fetch, derive and check the files no library downloads (workflow/config/downloads.yaml)",
     "collections": "export a collection's docs, topics and qrels; dataset statistics",
     "index": "build a Lucene index with pyserini",
     "retrieve": "BM25 and BM25+RM3 TREC runs; a provided run, checked and copied",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -54,15 +54,19 @@ class Collection(ABC):
     def run_path(self) -> Path | None:
         return Path(self.entry["run"]) if self.entry.get("run") else None
 
-    def check_files(self) -> None:
-        """Fail at once, naming the file, what it is and where it goes, if a needed file is missing."""
+    def check_files(self, fetched: Container[str] = ()) -> None:
+        """Fail at once, naming the file, what it is and where it goes, if a needed file is missing and not among
+        `fetched` (the paths a rule downloads or derives first: workflow/config/downloads.yaml)."""
         for key in self._file_descriptions():
-            self._require(key)
+            if str(self.entry[key]) not in fetched:
+                self._require(key)
 
-    def check_run(self, name: str) -> Path:
-        """A run of the entry's `runs` (one that comes with the collection) is there; else name it, and where it goes."""
+    def check_run(self, name: str, fetched: Container[str] = ()) -> None:
+        """A run of the entry's `runs` (one that comes with the collection) is there or among `fetched`; else name it,
+        and where it goes."""
         run = self.entry["runs"][name]
-        return self._require_path(run["file"], f"runs: {name}: file", f"{name}, {run['label']}")
+        if str(run["file"]) not in fetched:
+            self._require_path(run["file"], f"runs: {name}: file", f"{name}, {run['label']}")
 
     def docs_iter(self) -> Iterator[Doc]:
         if self.run_only:

@@ -68,6 +68,23 @@ class IrDatasetsCollection(Collection):
                 f"{obtain} them (see {self._access_url()}) and put them there (IR_DATASETS_HOME sets the "
                 f"folder), or set `run_only: true` for {self.id} to use its queries, qrels and run only") from error
 
+    def missing_documents(self) -> str | None:
+        """Where the documents are not in ir_datasets' cache (licensed ones, which ir_datasets never downloads): one
+        line saying where it looks for them and how to get them; None where they are there or not used (run-only).
+        Read from the dataset's download object without starting a download."""
+        if self.run_only or not self.entry["licensed"]:
+            return None
+        handler = self.dataset.docs_handler()
+        download = getattr(handler, "_docs_dlc", None) or getattr(handler, "_dlc", None)
+        if download is None or not hasattr(download, "path"):
+            return None  # a layout this probe does not know: the export job says what is missing
+        expected = Path(download.path(force=False))
+        if expected.exists():
+            return None
+        return (f"{self.id}: ir_datasets {self.dataset_id} reads its documents from {expected}, which is missing: they "
+                f"are licensed; obtain them ({self._access_url()}) and put them there (IR_DATASETS_HOME sets the folder), "
+                f"or set `run_only: true` for {self.id}")
+
     def _doc(self, record) -> Doc:
         # Field names differ by dataset: title/text, title/body (disks45, WaPo), headline/body (NYT).
         title = getattr(record, "title", None) or getattr(record, "headline", None) or ""

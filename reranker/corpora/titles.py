@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -34,8 +34,8 @@ class TitlesCollection(Collection):
     def run_only(self) -> bool:
         return self.parent.run_only
 
-    def check_files(self) -> None:
-        self.parent.check_files()
+    def check_files(self, fetched: Container[str] = ()) -> None:
+        self.parent.check_files(fetched)
 
     def exclusive(self):
         return self.parent.exclusive()

@@ -10,7 +10,7 @@ RADBOUD_SCORE = score_job("radboud")  # threads, priority, GPUs and params of it
 PROVIDED = wildcard_pattern(RB["provided_candidates"])  # the collection's own runs that the baseline reranks too
 
 for provided in RB["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
-    EXP.loaded(RB["collection"]).check_run(provided)
+    EXP.loaded(RB["collection"]).check_run(provided, DATA.made_by_rules())
 
 
 wildcard_constraints:
