@@ -9,6 +9,7 @@ from snakemake.utils import min_version
 
 from reranker import experiments
 from reranker.core.config import write_resolved
+from reranker.formats import strict_yaml
 from reranker.formats.errors import input_error_line
 from reranker.workflow import data as run_data
 from reranker.workflow.run_lock import RunLock
@@ -22,7 +23,17 @@ configfile: "workflow/config/checkpoints.yaml"
 configfile: "workflow/config/config.yaml"
 
 
-CFG = experiments.resolve(config)  # with the papers' plugins (sections, checkpoints, checks): defaults, validated, ${VAR} expanded
+# Each configuration file read strictly first (Snakemake's own YAML reader keeps a duplicate key's last value
+# silently), then the merged configuration with the papers' plugins (sections, checkpoints, checks): defaults,
+# validated, ${VAR} expanded. A bad value is one line and exit 2, as a stage reports bad input.
+try:
+    for layer in workflow.configfiles:
+        strict_yaml.load(layer)
+    CFG = experiments.resolve(config)
+except Exception as err:
+    if input_error_line(err) is None:
+        raise
+    run_data.stop(input_error_line(err), stage="config")
 EXP = Experiment(CFG)  # with EXP.plugins, the papers this configuration asks for
 RUN = CFG["run_dir"]
 # One run per run folder, however started (reranker/workflow/run_lock.py): taken before anything is written there and

@@ -46,10 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown stage {stage!r}\n\n{usage()}", file=sys.stderr)
         return 2
     opened.record(argv)  # the files it reads, where BIRCH_OPENED asks (the declared-inputs test)
-    # each stage's main reports an input error as one line and exit 2 (formats.errors.exits_on_input_error)
+    # each stage's main reports an input error as one line and exit 2 (formats.entry.exits_on_input_error)
     try:
         code = int(importlib.import_module(f"reranker.stages.{stage}").main(rest) or 0)
         sys.stdout.flush()  # a reader gone early (`| head -1`) shows here, not in the flush at exit
+    except KeyboardInterrupt:
+        # Ctrl-C: one line and the shell's convention for SIGINT (128 + 2); what was being written stays in its
+        # temporary file, never at an output path (reranker.formats.atomic)
+        print(f"{stage}: interrupted; no output was left half-written", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # Python's recipe (the signal module's notes on SIGPIPE): what is left for stdout goes to devnull, so that
         # the flush at exit fails no more, and the exit is quiet, with 1 as Python's own EPIPE exit.

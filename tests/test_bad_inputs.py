@@ -25,10 +25,13 @@ CORPUS = Path(__file__).parent / "bad_inputs"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
 
 
+LONG = "x" * 252  # {long}: a file name that fits the file system's 255 bytes, but not with the .tmp it is written as
+
+
 def _fill(value, folder: Path):
-    """{dir} in every string of a YAML value."""
+    """{dir} (and {long}) in every string of a YAML value."""
     if isinstance(value, str):
-        return value.replace("{dir}", str(folder))
+        return value.replace("{dir}", str(folder)).replace("{long}", LONG)
     if isinstance(value, list):
         return [_fill(v, folder) for v in value]
     if isinstance(value, dict):
@@ -54,7 +57,31 @@ def _prepare(case: dict, folder: Path) -> list[str]:
     if case.get("read_only"):
         (folder / case["read_only"]).mkdir()
         (folder / case["read_only"]).chmod(0o555)
+    if "config_text" in case:  # YAML as written, for what a dump cannot say (a key twice, an alias, .nan)
+        (folder / "config.yaml").write_text(case["config_text"])
+    for name, files in case.get("folder", {}).items():  # a folder holding files of its own
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for file in files:
+            (folder / name / file).write_text("kept\n")
+    for name, target in case.get("symlink", {}).items():
+        (folder / name).symlink_to(folder / target)
+    for name in case.get("fifo", []):
+        os.mkfifo(folder / name)
     return _fill(case["argv"], folder)
+
+
+def _digests(folder: Path, names: list[str]) -> dict[str, list[tuple[str, bytes]]]:
+    """What must stay as it was: each named file's bytes, or a folder's files, or a link's target."""
+    out = {}
+    for name in names:
+        path = folder / name
+        if path.is_symlink():
+            out[name] = [("link", os.readlink(path).encode())]
+        elif path.is_dir():
+            out[name] = sorted((str(p.relative_to(path)), p.read_bytes()) for p in path.rglob("*") if p.is_file())
+        else:
+            out[name] = [("file", path.read_bytes())]
+    return out
 
 
 def test_corpus_is_large_and_names_unique():
@@ -68,6 +95,7 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
         pytest.skip("root writes into read-only folders")
     monkeypatch.chdir(tmp_path)  # no stray files beside the checkout
     argv = _prepare(case, tmp_path / "case")
+    before = _digests(tmp_path / "case", case.get("unchanged", []))
     code = importlib.import_module(f"reranker.stages.{argv[0]}").main(argv[1:])  # an input error escaping it fails here
     out, err = capsys.readouterr()
     assert code == case["exit"], err
@@ -81,6 +109,7 @@ def test_bad_input(case, tmp_path, capsys, monkeypatch):
     for name in case.get("absent", []):
         left = tmp_path / "case" / name
         assert not left.exists() and not Path(str(left) + ".tmp").exists(), left
+    assert _digests(tmp_path / "case", case.get("unchanged", [])) == before  # refused with nothing changed
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -96,3 +125,13 @@ def test_command_line_prints_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "reranker", *argv], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("evaluate: error: "), done.stderr
+
+
+def test_the_output_folders_marks_are_the_stages_own():
+    """formats.outputs checks a folder output before the stage reads anything, by the file that marks it as the
+    stage's own: the same names as the stages write."""
+    from reranker.formats.outputs import OUTPUT_FOLDERS
+    from reranker.neural.models import META_FILE
+    from reranker.stages.index import BUILD_FILE
+
+    assert OUTPUT_FOLDERS == {"train": ("--out", META_FILE), "index": ("--index", BUILD_FILE)}

@@ -121,7 +121,7 @@ COMPARE = {"kind": "compare", "rows": "x", "than": "y", "measure": "AP@1000", "e
     ({**COMPARE, "stated_at": {"epoch": 2}}, "unknown keys epoch"),
     ({**COMPARE, "stated_at": {"select": "worst"}}, "select may only be `best`"),
     ({**COMPARE, "stated_at": {"epochs": 1.5}}, "epochs: must be a whole number"),
-    ({**COMPARE, "stated_at": {"learning_rate": float("nan")}}, "learning_rate: must be a positive number"),
+    ({**COMPARE, "stated_at": {"learning_rate": -3e-05}}, "learning_rate: must be a positive number"),  # .nan: strict_yaml
 ])
 def test_a_bad_seed_file_is_one_line_naming_the_entry_and_writes_nothing(run_dir, tmp_path, capsys, claim, message):
     seeds = seeds_file(tmp_path, [claim])

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from reranker.formats import strict_yaml
 from reranker.formats.errors import ConfigError  # defined with the formats, which raise it too; importers of this module keep the name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,11 +73,7 @@ def read_yaml(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: configuration file not found")
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = yaml.safe_load(f) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: not valid YAML ({err})") from None
+    data = strict_yaml.load(path) or {}  # duplicate keys, alias bombs, NaN and infinity refused
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     return data
@@ -249,6 +246,9 @@ def _fill_entries(config: dict, schema: Mapping, sections: Sequence) -> dict:
 def validate(config: Mapping, sections: Sequence | None = None) -> None:
     import jsonschema
 
+    found = strict_yaml.non_finite(dict(config))  # what a command line's --config adds too, not only a file
+    if found:
+        raise ConfigError(f"{found}: not a finite number (.nan and .inf pass every bound): give a number")
     sections = file_sections() if sections is None else sections
     schema = composed(sections, open_top="resolved_from" in config)
     validator = jsonschema.Draft202012Validator(schema)

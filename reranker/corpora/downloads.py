@@ -38,7 +38,8 @@ from typing import BinaryIO
 import yaml
 
 from reranker.core.config import CONFIG_DIR, REPO_ROOT
-from reranker.formats.errors import InputError
+from reranker.formats import strict_yaml
+from reranker.formats.errors import ConfigError, InputError
 
 REGISTRY = CONFIG_DIR / "downloads.yaml"
 SCHEMA = REPO_ROOT / "workflow" / "schemas" / "downloads.schema.yaml"
@@ -85,7 +86,10 @@ def load_registry(path: str | os.PathLike = REGISTRY) -> dict[str, Entry]:
     """The registry's entries by path, checked against its schema."""
     import jsonschema
 
-    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    try:
+        document = strict_yaml.load(path) or {}
+    except ConfigError as err:
+        raise DataError(str(err)) from None
     schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:

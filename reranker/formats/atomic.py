@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from reranker.formats.errors import FULL, disk_full
+from reranker.formats.outputs import refuse_foreign_dir, refuse_unsafe_output
 
 
 def tmp_path(path: str | os.PathLike) -> Path:
@@ -29,6 +30,7 @@ def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
     """Open `<path>.tmp` for writing (UTF-8 text with `\\n` lines, or bytes); rename it to `path`
     when the block succeeds, remove it when the block or the rename fails."""
     path = Path(path)
+    refuse_unsafe_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_path(path)
     f = open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8", newline="\n")
@@ -71,6 +73,7 @@ def atomic_dir(path: str | os.PathLike, last: str | None = None) -> Iterator[Pat
     build clears it. On a full disk it goes: the rerun needs its space. `path` itself is untouched.
     """
     path = Path(path)
+    refuse_foreign_dir(path, last)  # before the work: a refused folder costs nothing
     tmp = tmp_path(path)
     shutil.rmtree(tmp, ignore_errors=True)  # left by an interrupted build
     tmp.mkdir(parents=True)
@@ -90,6 +93,7 @@ def publish_dir(tmp: str | os.PathLike, path: str | os.PathLike, last: str | Non
     updated file by file: `last` goes first, stale files go, subdirectories stay.
     """
     tmp, path = Path(tmp), Path(path)
+    refuse_foreign_dir(path, last)
     if not path.exists():
         os.replace(tmp, path)
         return

@@ -1,4 +1,5 @@
-"""Errors a user can fix (bad files, flags, config), and how every command line reports them.
+"""Errors a user can fix (bad files, flags, config), and how every command line reports them (each stage's
+`main` is wrapped by reranker.formats.entry.exits_on_input_error).
 
 `InputError` is the one base: `python -m reranker` prints its message as one line and exits 2,
 with no traceback. Anything else that escapes a stage is a bug and keeps its traceback.
@@ -7,15 +8,20 @@ with no traceback. Anything else that escapes a stage is a bug and keeps its tra
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
 
 USAGE_ERROR = 2  # argparse's exit code: the same for a bad flag and a bad file
 FULL = (errno.ENOSPC, errno.EDQUOT)
 FULL_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))  # "No space left on device", "Disk quota exceeded"
+# Other errors of the file system that name their file, each with its fix.
+OS_FIXES = {errno.EROFS: "a read-only file system: choose a writable place, or mount it writable",
+            errno.ENAMETOOLONG: "too long for the file system, with the .tmp suffix a file gets while it is written: "
+                                "shorten it",
+            errno.ELOOP: "a loop of symbolic links: name the file itself",
+            errno.EACCES: "make it readable and writable, or choose another path",
+            errno.ENXIO: "a device or pipe with nothing at its other end: name a file"}
 
 
 class InputError(ValueError):
@@ -56,6 +62,8 @@ def input_error_line(err: BaseException) -> str | None:
                IsADirectoryError: "name a file, not a directory", NotADirectoryError: "a parent of it is a file",
                FileExistsError: "a file stands where a directory must go"}
         return f"{err.filename}: {err.strerror.lower()} ({fix[type(err)]})"
+    if isinstance(err, OSError) and err.filename is not None and err.errno in OS_FIXES:
+        return f"{err.filename}: {os.strerror(err.errno).lower()} ({OS_FIXES[err.errno]})"
     if isinstance(err, UnicodeDecodeError):
         return f"not UTF-8 text ({err.reason} at byte {err.start}): re-encode the file as UTF-8"
     return None
@@ -83,20 +91,6 @@ def report(stage: str, err: BaseException) -> int:
         raise err
     print(f"{stage}: error: {' '.join(line.split())}", file=sys.stderr)
     return USAGE_ERROR
-
-
-def exits_on_input_error(stage: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
-    """Decorate a stage's `main`: an input error prints one line and returns 2 (`report`), from Python as
-    from `python -m reranker`; a bug keeps its traceback."""
-    def decorate(main: Callable[..., int]) -> Callable[..., int]:
-        @functools.wraps(main)
-        def guarded(*args, **kwargs) -> int:
-            try:
-                return main(*args, **kwargs)
-            except Exception as err:
-                return report(stage, err)
-        return guarded
-    return decorate
 
 
 def keys_checked(entry: object, allowed: set[str], required: set[str], where: str, error: type[InputError] = InputError) -> None:

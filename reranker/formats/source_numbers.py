@@ -20,10 +20,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from reranker.formats import strict_yaml
 from reranker.formats.catalog import catalog_beside, near, read_catalog
-from reranker.formats.errors import InputError, keys_checked
+from reranker.formats.errors import ConfigError, InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
 SOURCE_KEYS = {"work", "where", "note"}
@@ -53,9 +52,9 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
     path = Path(path)
     known = read_catalog(catalog) if catalog is not None else catalog_beside(path)
     try:
-        numbers = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise SourceNumbersError(f"{path}: {err}") from None
+        numbers = strict_yaml.load(path)  # a table given twice would keep only its second
+    except (OSError, ConfigError) as err:
+        raise SourceNumbersError(str(err) if isinstance(err, ConfigError) else f"{path}: {err}") from None
     check_keys(numbers, {"sources", "tables"}, {"sources", "tables"}, str(path))
     if not isinstance(numbers["sources"], dict) or not isinstance(numbers["tables"], dict):
         raise SourceNumbersError(f"{path}: `sources` and `tables` are mappings (by name)")

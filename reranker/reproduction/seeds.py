@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from reranker.formats import strict_yaml
 from reranker.formats.catalog import Catalog, catalog_beside, matches, near, read_catalog
-from reranker.formats.errors import InputError, keys_checked
+from reranker.formats.errors import ConfigError, InputError, keys_checked
 from reranker.formats.source_numbers import cell_setting
 from reranker.measures import MEASURES, is_measure
 from reranker.reproduction import verdicts as v
@@ -54,6 +53,16 @@ class ClaimError(InputError):
 # The seed file
 
 
+def _number(value: object) -> bool:
+    """A finite int or float (YAML's `yes` is a bool, which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bounded(measure: object) -> bool:
+    """Whether a claim's measure is a ranking measure in [0, 1] (Queries/min is not one)."""
+    return isinstance(measure, str) and is_measure(measure)
+
+
 def load_seeds(path: str | Path, source_numbers: str | Path | None = None, catalog: str | Path | None = None) -> dict:
     """The seed file, checked: every work, table and claim has the keys its kind needs and no other, every
     source cell a claim names exists once, and maps to a row the claim compares; every measure is a measure (or,
@@ -66,9 +75,9 @@ def load_seeds(path: str | Path, source_numbers: str | Path | None = None, catal
     numbers_path = Path(source_numbers) if source_numbers is not None else path.parent / SOURCE_NUMBERS
     numbers = load_source_numbers(numbers_path, catalog) if source_numbers is not None or numbers_path.exists() else None
     try:
-        seeds = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise ClaimError(f"{path}: {err}") from None
+        seeds = strict_yaml.load(path)
+    except (OSError, ConfigError) as err:
+        raise ClaimError(str(err) if isinstance(err, ConfigError) else f"{path}: {err}") from None
     if not isinstance(seeds, dict) or not isinstance(seeds.get("works"), list):
         raise ClaimError(f"{path}: expected a mapping with a list `works`")
     _keys(seeds, {"heading", "intro", "works", "outro"}, {"works"}, str(path))
@@ -124,12 +133,18 @@ def _check_claim(claim: Any, where: str, has_table: bool) -> None:
     if kind in EXPECT and claim["expect"] not in EXPECT[kind]:
         raise ClaimError(f"{where}: expect {claim['expect']!r} is not one of {', '.join(EXPECT[kind])}")
     needs_margin = (kind == "compare" and claim["expect"] in ("near", "no_better")) or "rests_on" in claim
-    if needs_margin and not isinstance(claim.get("margin"), (int, float)):
+    if needs_margin and not _number(claim.get("margin")):
         what = f"claim resting on {claim['rests_on']!r}" if "rests_on" in claim else f"{claim['expect']} claim"
         raise ClaimError(f"{where}: a {what} needs a numeric margin")
-    if "margin" in claim and (not isinstance(claim["margin"], (int, float)) or claim["margin"] < 0
+    if "margin" in claim and (not _number(claim["margin"]) or claim["margin"] < 0
                               or (claim["margin"] == 0 and "rests_on" not in claim)):
         raise ClaimError(f"{where}: margin must be a positive number (zero only for a claim that rests on exact values)")
+    for key in ("margin", "tolerance"):  # a measure in [0, 1] never differs by 1 or more: such a bound decides nothing
+        if key in claim and (not _number(claim[key]) or claim[key] < 0):
+            raise ClaimError(f"{where}: {key} must be a finite number of at least 0, found {claim[key]!r}")
+        if key in claim and claim[key] >= 1 and _bounded(claim.get("measure")):
+            raise ClaimError(f"{where}: {key} {claim[key]} is not below 1, the whole range of {claim['measure']}: "
+                             "no difference could exceed it")
     if kind == "monotone" and not ({"rows", "by"} <= set(claim) and "figure" not in claim
                                    or {"figure", "label"} <= set(claim) and "rows" not in claim):
         raise ClaimError(f"{where}: a monotone claim orders table rows by a column (`rows`, `by`) or a figure's label by its x "

@@ -28,7 +28,8 @@ from pathlib import Path
 from reranker.core import run_metadata
 from reranker.core.provenance import portable_name, provenance
 from reranker.formats.atomic import tmp_path, write_json, write_text
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.ir_metadata import read_metadata
 from reranker.formats.layout import Layout
 from reranker.formats.runs import read_run

@@ -22,7 +22,7 @@ from reranker.corpora.base import Collection
 from reranker.corpora.export import collection_stats, export_collection
 from reranker.corpora.ir_datasets import IrDatasetsCollection
 from reranker.corpora.load import load_collection
-from reranker.formats.errors import exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
 from reranker.formats.folds import seeded_folds, write_folds
 
 

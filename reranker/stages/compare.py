@@ -17,7 +17,8 @@ from pathlib import Path
 from reranker.core import settings as stage_settings
 from reranker.core.config import load_config
 from reranker.formats.atomic import write_text
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.reproduction.promote import promote, refuse_if_interrupted
 from reranker.reproduction.reference import compare_files, compare_numbers, report
 

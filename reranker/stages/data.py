@@ -12,7 +12,8 @@ import argparse
 import sys
 
 from reranker.corpora import downloads
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 
 
 def _entry(registry: dict, path: str) -> downloads.Entry:

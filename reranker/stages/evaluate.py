@@ -20,7 +20,8 @@ import ir_measures
 
 from reranker import measures
 from reranker.core.arguments import add_config, add_files
-from reranker.formats.errors import FormatError, InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.evaluations import Evaluation, write_evaluation
 from reranker.formats.ids import qid_order, refuse_near_misses
 from reranker.formats.qrels import Qrels, read_qrels

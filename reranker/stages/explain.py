@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.evidence import evidence_path, read_evidence
 from reranker.formats.runs import read_run, sorted_docs
 from reranker.formats.topics import read_topics_tsv

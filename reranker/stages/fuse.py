@@ -21,7 +21,8 @@ from reranker.core.flags import checked
 from reranker.core.registry import AGGREGATORS
 from reranker.core.settings import fuse as fuse_settings
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.folds import fold_queries, read_folds
 from reranker.formats.ids import refuse_near_misses
 from reranker.formats.qrels import read_qrels

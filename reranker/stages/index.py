@@ -28,7 +28,8 @@ from reranker.core.flags import checked
 from reranker.core.java import anserini_jar, autoclass, start_jvm
 from reranker.formats.atomic import atomic_dir
 from reranker.formats.docs import iter_docs
-from reranker.formats.errors import FormatError, InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.text import file_sha256
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ from reranker.core.config import default as schema_default
 from reranker.core.flags import checked
 from reranker.core.java import start_jvm
 from reranker.core.registry import FIRST_STAGES
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.folds import read_folds
 from reranker.formats.ids import qid_order
 from reranker.formats.runs import Run, write_run

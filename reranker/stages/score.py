@@ -14,7 +14,8 @@ from reranker.core.arguments import add_config, add_files
 from reranker.core.flags import overlay
 from reranker.core.hardware import resolve_precision
 from reranker.core.registry import RANKINGS
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.folds import fold_test_queries
 from reranker.neural.models import pick_device
 from reranker.neural.scoring import score_run

@@ -40,7 +40,8 @@ from reranker.core.arguments import add_config, add_files
 from reranker.core.flags import overlay
 from reranker.formats.atomic import write_json
 from reranker.formats.docs import read_docs
-from reranker.formats.errors import FormatError, InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.runs import read_run, top_k_docs
 from reranker.formats.segments import SentenceSplitter, Unit, count_tokens, passage_units, sentence_units, title_and_body, write_segments
 from reranker.formats.sidecar import describe

@@ -20,7 +20,8 @@ from typing import Any
 
 from reranker.core.hardware import CPU_BF16_FLAGS, cpu_info, cpu_threads
 from reranker.formats.atomic import write_json
-from reranker.formats.errors import FormatError, InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.topics import read_topics_tsv
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from reranker.core.config import default
 from reranker.core.flags import overlay
-from reranker.formats.errors import exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
 from reranker.formats.table_spec import KINDS, Spec, checked_spec, read_spec
 from reranker.report import figures, gap_split, run_records, seed_index
 from reranker.report.labels import TableError, spec_or_options, split_labelled

@@ -20,7 +20,8 @@ import torch
 from reranker.core import hardware
 from reranker.core.arguments import add_config
 from reranker.core.flags import overlay
-from reranker.formats.errors import InputError, exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.neural import models
 from reranker.neural.training.run import train, train_chain
 from reranker.neural.training.settings import Source, TrainingConfig, fold_training_queries, parse_source, read_qids

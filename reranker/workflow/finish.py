@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from reranker import experiments
-from reranker.formats.errors import exits_on_input_error
+from reranker.formats.entry import exits_on_input_error
 from reranker.formats.layout import Layout
 from reranker.report import run_records as records
 

@@ -16,9 +16,13 @@ import yaml
 
 from reranker.core.config import REPO_ROOT
 from reranker.experiments import load_config
+from reranker.formats.atomic import write_text
+from reranker.formats.entry import exits_on_input_error
+from reranker.formats.errors import InputError
 from reranker.formats.layout import Layout
 from reranker.report.forest import FIGURE
-from reranker.stages import tables
+from reranker.report.seed_index import index
+from reranker.reproduction.seeds import load_seeds
 
 PROFILES = REPO_ROOT / "workflow" / "profiles"
 
@@ -30,10 +34,11 @@ def profile_layers(profile: str) -> list[Path]:
     found = PROFILES / profile / "config.yaml"
     if not found.is_file():
         known = ", ".join(["default", *sorted(p.parent.name for p in PROFILES.glob("*/config.yaml"))])
-        raise SystemExit(f"index: no profile {profile!r} (workflow/profiles/{profile}/config.yaml); known: {known}")
+        raise InputError(f"no profile {profile!r} (workflow/profiles/{profile}/config.yaml); known: {known}")
     return [REPO_ROOT / f for f in (yaml.safe_load(found.read_text(encoding="utf-8")) or {}).get("configfile") or ()]
 
 
+@exits_on_input_error("index")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reranker.workflow.index", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", required=True, help="the stored reference folder (results, results/quick)")
@@ -42,11 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     config = load_config(profile_layers(args.profile))
     layout = Layout(args.reference)
-    argv = ["index", "--run-dir", args.reference, "--seeds", config["seed_tables"], "--out", layout.path("seed_index"),
-            "--figure", layout.path("figure", figure=FIGURE), "--command", args.command]
-    if config["index_preface"]:
-        argv += ["--preface", config["index_preface"]]
-    return tables.main(argv)
+    # as `python -m reranker tables index` does for the DAG's rule: the sources' numbers beside the seed file
+    text = index(load_seeds(config["seed_tables"]), Path(args.reference), args.command,
+                 layout.path("figure", figure=FIGURE), config["index_preface"] or "")
+    write_text(layout.path("seed_index"), text)
+    print(layout.path("seed_index"))
+    return 0
 
 
 if __name__ == "__main__":
