@@ -118,3 +118,35 @@ def test_a_tree_dirty_only_in_results_is_clean_code(tmp_path, monkeypatch):
     assert provenance("test")["git_dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert provenance("test")["git_dirty"] is True
+
+
+def test_without_git_the_commit_comes_from_the_wrapper_or_the_checkouts_own_git_folder(tmp_path, monkeypatch):
+    """The image has no git: a number made in it names the commit all the same, from the host's state that the
+    wrappers pass (containers/run, containers/snakemake-apptainer), else read from .git (packed refs included)."""
+    import shutil
+    import subprocess
+
+    from reranker.core.provenance import provenance
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    run = lambda *args, cwd=origin: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],  # noqa: E731
+                                                   cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    (origin / "code.py").write_text("x = 1\n")
+    run("init", "-q")
+    run("add", ".")
+    run("commit", "-qm", "init")
+    run("clone", "-q", str(origin), str(tmp_path / "clone"), cwd=tmp_path)  # a clone's branch is in packed-refs
+    commit = run("rev-parse", "HEAD")
+    monkeypatch.chdir(tmp_path / "clone")
+    no_git = tmp_path / "bin"
+    no_git.mkdir()
+    (no_git / "python").symlink_to(shutil.which("python") or "/usr/bin/python3")
+    monkeypatch.setenv("PATH", str(no_git))  # as in the image: no git on PATH
+    monkeypatch.delenv("BIRCH_GIT_COMMIT", raising=False)
+    record = provenance("test")
+    assert record["git_commit"] == commit and record["git_dirty"] is True  # clean or not cannot be told: dirty
+    monkeypatch.setenv("BIRCH_GIT_COMMIT", "f" * 40)
+    monkeypatch.setenv("BIRCH_GIT_DIRTY", "0")
+    record = provenance("test")
+    assert record["git_commit"] == "f" * 40 and record["git_dirty"] is False
