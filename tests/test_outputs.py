@@ -63,8 +63,11 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_nothing_at_the_output(tmp_path):
     data = tmp_path / "data"
     env = {**os.environ, "BIRCH_DATA": str(data), "BIRCH_DATA_URL": f"http://127.0.0.1:{server.server_address[1]}"}
     try:
+        # SIGINT as a terminal delivers it: a background job (nohup, CI) starts with SIGINT ignored, which the child
+        # would inherit, and Python then leaves it ignored
         process = subprocess.Popen([sys.executable, "-m", "reranker", "data", "fetch", "--path", "classic/cacm/query.text",
-                                    "--no-progress"], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+                                    "--no-progress"], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
         assert SlowOrigin.asked.wait(120)
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)

@@ -20,6 +20,8 @@ if DATA_FETCH:
             f"{DATA.root}/{{path}}",
         log:
             P("log", stage="data", name="{path}"),
+        benchmark:
+            P("benchmark", stage="data", name="{path}")
         wildcard_constraints:
             path=wildcard_pattern(DATA_FETCH),
         conda:
@@ -40,6 +42,8 @@ if DATA_DERIVE:
             f"{DATA.root}/{{path}}",
         log:
             P("log", stage="data", name="{path}"),
+        benchmark:
+            P("benchmark", stage="data", name="{path}")
         wildcard_constraints:
             path=wildcard_pattern(DATA_DERIVE),
         conda:
