@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from reranker.corpora.downloads import data_root
 from reranker.formats.docs import Doc
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.folds import Folds, load_folds
@@ -60,6 +61,11 @@ class Collection(ABC):
         for key in self._file_descriptions():
             if str(self.entry[key]) not in fetched:
                 self._require(key)
+
+    def missing_documents(self) -> str | None:
+        """Where documents the collection uses are not available and no library fetches them (licensed ones): one
+        line saying where they are looked for and how to get them; None here, where nothing is licensed."""
+        return None
 
     def check_run(self, name: str, fetched: Container[str] = ()) -> None:
         """A run of the entry's `runs` (one that comes with the collection) is there or among `fetched`; else name it,
@@ -155,7 +161,7 @@ class Collection(ABC):
         path = Path(path)
         if path.exists():
             return path
-        birch_data = Path(os.environ.get("BIRCH_DATA") or "data")
+        birch_data = data_root()
         if path.is_relative_to(birch_data) and path != birch_data:
             top = path.relative_to(birch_data).parts[0]
             where = f"put it there or set BIRCH_DATA to the folder that holds {top}/"

@@ -20,7 +20,6 @@ OS_FIXES = {errno.EROFS: "a read-only file system: choose a writable place, or m
             errno.ENAMETOOLONG: "too long for the file system, with the .tmp suffix a file gets while it is written: "
                                 "shorten it",
             errno.ELOOP: "a loop of symbolic links: name the file itself",
-            errno.EACCES: "make it readable and writable, or choose another path",
             errno.ENXIO: "a device or pipe with nothing at its other end: name a file"}
 
 

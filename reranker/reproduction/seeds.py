@@ -139,9 +139,9 @@ def _check_claim(claim: Any, where: str, has_table: bool) -> None:
     if "margin" in claim and (not _number(claim["margin"]) or claim["margin"] < 0
                               or (claim["margin"] == 0 and "rests_on" not in claim)):
         raise ClaimError(f"{where}: margin must be a positive number (zero only for a claim that rests on exact values)")
+    if "tolerance" in claim and (not _number(claim["tolerance"]) or claim["tolerance"] < 0):
+        raise ClaimError(f"{where}: tolerance must be a finite number of at least 0, found {claim['tolerance']!r}")
     for key in ("margin", "tolerance"):  # a measure in [0, 1] never differs by 1 or more: such a bound decides nothing
-        if key in claim and (not _number(claim[key]) or claim[key] < 0):
-            raise ClaimError(f"{where}: {key} must be a finite number of at least 0, found {claim[key]!r}")
         if key in claim and claim[key] >= 1 and _bounded(claim.get("measure")):
             raise ClaimError(f"{where}: {key} {claim[key]} is not below 1, the whole range of {claim['measure']}: "
                              "no difference could exceed it")

@@ -46,7 +46,7 @@ def prepare(config: Mapping) -> Data:
 
 def licensed_missing(collections: list) -> list[str]:
     """One line per collection whose licensed documents ir_datasets lacks (`missing_documents`)."""
-    return [line for c in collections if (line := getattr(c, "missing_documents", lambda: None)())]
+    return [line for c in collections if (line := c.missing_documents())]
 
 
 def stop(message: str, stage: str = "data") -> None:
