@@ -638,3 +638,18 @@ def test_a_misspelt_name_in_the_stored_claims_is_refused_and_a_row_this_run_lack
             seed_file.load_seeds(path, seed_file.DEFAULT_SEEDS.parent / seed_file.SOURCE_NUMBERS, DEFAULT_CATALOG)
     entry = {**stored["works"][1]["tables"][0], "table": "main"}  # a run of Birch's part only: no Radboud rows
     assert claims.check({**claim, "source": None}, entry, run_dir).word == "not run"
+
+
+def test_a_claim_on_rows_over_different_queries_says_how_many_each_has(tmp_path):
+    """The paired test reads the queries both rows have; where the rows' query sets differ, the line says so."""
+    path = write_document(tmp_path, {"base": BASE, "up": shifted(0.05)})
+    document = json.loads(path.read_text())
+    short = document["per_query"]["g"]["up"]["AP@1000"]
+    for qid in list(short)[: len(short) // 2]:
+        del short[qid]
+    path.write_text(json.dumps(document))
+    result = claims.check({"cite": "t", "kind": "compare", "rows": "up", "than": "base", "measure": "AP@1000",
+                           "expect": "above"}, {"table": "main"}, tmp_path)
+    half = len(BASE) - len(BASE) // 2
+    assert f"up over {half} queries, base over {len(BASE)}: judged on the {half} both have" in result.render()
+    assert f"n {half};" in result.render()

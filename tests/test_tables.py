@@ -315,7 +315,8 @@ def test_summary_row_is_mean_and_sample_sd_of_the_listed_rows(tmp_path):
     mean, sd = statistics.fmean(seeds.values()), statistics.stdev(seeds.values())
     assert (mean, round(sd, 4)) == (pytest.approx(0.6125), 0.0299)
     md = out.with_suffix(".md").read_text()
-    assert md.splitlines()[-1] == f"| BERT (4 seeds) | {mean:.4f} ± {sd:.4f} | {mean + 0.2:.4f} ± {sd:.4f} |"
+    assert [line for line in md.splitlines() if line.startswith("|")][-1] == \
+        f"| BERT (4 seeds) | {mean:.4f} ± {sd:.4f} | {mean + 0.2:.4f} ± {sd:.4f} |"
     assert "| BM25 | **0.7000** |" in md  # the summary row takes no part in bolding
     assert f"BERT (4 seeds),c,RR@10,{mean:.4f} ± {sd:.4f},0\n" in out.with_suffix(".csv").read_text()
     assert f"BERT (4 seeds) & {mean:.4f} $\\pm$ {sd:.4f} &" in out.with_suffix(".tex").read_text()
@@ -805,3 +806,32 @@ def test_a_source_cell_without_a_number_or_its_keys_is_refused(tmp_path):
     (tmp_path / "s.yaml").write_text(SOURCE_YAML.replace(", where: \"x.txt, Table 9, line 4\"", ""))
     with pytest.raises(InputError, match=r"cells\[2\]: missing where"):
         read_source_numbers(tmp_path / "s.yaml")
+
+
+def test_a_row_over_fewer_queries_is_marked_with_its_count_and_never_bold(tmp_path):
+    """Two rows of one column, 1.0 on the query both have; one also has a query at 0.5. The short row's mean (1.0)
+    is higher but over other queries: it prints its count and the full row is the column's best."""
+    short, full = tmp_path / "short.json", tmp_path / "full.json"
+    short.write_text(json.dumps({"measures": ["AP@1000"], "queries": 1, "aggregate": {"AP@1000": 1.0},
+                                 "per_query": {"AP@1000": {"1": 1.0}}}))
+    full.write_text(json.dumps({"measures": ["AP@1000"], "queries": 2, "aggregate": {"AP@1000": 0.75},
+                                "per_query": {"AP@1000": {"1": 1.0, "2": 0.5}}}))
+    out = tmp_path / "t"
+    assert tables.main(["results", "--eval", f"c:Short:{short}", f"c:Full:{full}", "--measures", "AP@1000",
+                        "--formats", "md", "tex", "html", "--out", str(out), "--numbers", str(tmp_path / "n.json")]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert "| Short | 1.0000 (n=1) |" in md and "| Full | **0.7500** |" in md
+    assert "Queries: every cell averages over 2 queries; a cell marked (n=K)" in md
+    assert "\\textbf{1.0000" not in out.with_suffix(".tex").read_text()
+    # rendered again from its numbers (what a stored table is), the same marks
+    again = Table.from_document(json.loads((tmp_path / "n.json").read_text()))
+    assert again.best("c", "AP@1000") == {"Full"} and again.text("Short", "c", "AP@1000") == "1.0000 (n=1)"
+
+
+def test_rows_that_are_not_compared_each_say_their_queries():
+    table = Table("baselines", ["BM25"], ["AP@1000"], row_header="Collection", bold_best=False)
+    for row, qids in (("cranfield", "123"), ("cacm", "12")):
+        table.add(row, "BM25", "AP@1000", 0.5)
+        table.per_query[(row, "BM25", "AP@1000")] = {q: 0.5 for q in qids}
+    md = table.to_markdown()
+    assert "Queries per cell: cranfield 3, cacm 2." in md and "(n=" not in md

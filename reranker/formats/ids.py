@@ -10,8 +10,8 @@ space) separates the fields of a line and is never part of an id.
   direction marks: Unicode's Cf) inside an id is refused, naming the file and line (`check_id`): two
   files joined with `cat` put a mark at the start of the second one's first line.
 * Where two files must share ids (a run and its qrels), an id of one that matches an id of the other only
-  after normalising (`id_key`: whitespace and invisible characters removed, case folded, leading zeros of
-  numbers dropped) is refused with both spellings (`refuse_near_misses`): it is one query written two
+  after normalising (`id_key`: whitespace and invisible characters removed, Unicode normalised (NFKC), case folded,
+  leading zeros of numbers dropped) is refused with both spellings (`refuse_near_misses`): it is one query written two
   ways, and taking it for two would drop it from the evaluation without a word.
 """
 
@@ -63,9 +63,12 @@ def check_id(value: str, path: str | os.PathLike, line_no: int | None, what: str
 
 
 def id_key(value: str) -> str:
-    """What two spellings of one id share: no whitespace or invisible characters, case folded, numbers without
-    leading zeros. Only for finding near misses: ids are always compared exactly."""
-    kept = _ASCII_UNSEEN.sub("", value).lower() if value.isascii() else "".join(ch for ch in value if not _unseen(ch)).casefold()
+    """What two spellings of one id share: no whitespace or invisible characters, one Unicode form (NFKC), case
+    folded, numbers without leading zeros. Only for finding near misses: ids are always compared exactly."""
+    if value.isascii():
+        kept = _ASCII_UNSEEN.sub("", value).lower()
+    else:  # composed or decomposed accents (NFC/NFD), compatibility forms: one key
+        kept = unicodedata.normalize("NFKC", "".join(ch for ch in value if not _unseen(ch))).casefold()
     return _DIGITS.sub(lambda m: m.group().lstrip("0") or "0", kept)
 
 

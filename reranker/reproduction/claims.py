@@ -85,6 +85,9 @@ class Judge:
         while any(t.name == unique for t in self.family.tests + self.outside):
             unique, i = f"{name} #{i}", i + 1
         test = v.difference_test(unique, d, expect, margin)
+        if set(ours.per_query) != set(than.per_query):  # judged on the queries both have; said, as the rows' means are not
+            test.unpaired = (f"{ours.row} over {len(ours.per_query)} queries, {than.row} over {len(than.per_query)}: "
+                             f"judged on the {len(d)} both have")
         if not judged:
             test.p_adjusted, test.corrected = test.p_raw, False
             self.outside.append(test)

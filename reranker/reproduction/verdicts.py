@@ -146,6 +146,7 @@ class Test:
     margin: float | None = None
     p_adjusted: float = math.nan
     corrected: bool = True  # False: shown beside a claim it does not judge, p uncorrected
+    unpaired: str = ""  # where the two rows' queries differ: how many each has (the test pairs those both have)
 
     @property
     def significant(self) -> bool:
@@ -159,7 +160,8 @@ class Test:
         low, high = self.ci
         p = "p n/a" if math.isnan(self.p_adjusted) else f"p {_p(self.p_adjusted)}" + ("" if self.corrected else " uncorrected")
         kind = {"near": f"TOST, margin ±{_num(self.margin)}", "no_better": f"margin {_num(self.margin)}"}.get(self.expect, "paired t-test")
-        return f"effect {_signed(self.effect)} [95% CI {_signed(low)}, {_signed(high)}], {p} ({kind}, n {self.n})"
+        return (f"effect {_signed(self.effect)} [95% CI {_signed(low)}, {_signed(high)}], {p} ({kind}, n {self.n}"
+                + (f"; {self.unpaired}" if self.unpaired else "") + ")")
 
 
 def difference_test(name: str, d: np.ndarray, expect: str, margin: float | None = None) -> Test:

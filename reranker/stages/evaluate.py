@@ -23,7 +23,7 @@ from reranker.core.arguments import add_config, add_files
 from reranker.formats.entry import exits_on_input_error
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.evaluations import Evaluation, write_evaluation
-from reranker.formats.ids import qid_order, refuse_near_misses
+from reranker.formats.ids import near_misses, qid_order, refuse_near_misses
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.runs import Run, read_run, sorted_docs
 
@@ -44,6 +44,7 @@ def coverage(run: Run, qrels: Qrels, run_name: str = "the run", qrels_name: str 
     """How many of the run's queries are judged, which are not (left out) and which judged ones the run lacks;
     an error when none is judged, or when ids match only written alike."""
     refuse_near_misses(run, qrels.keys(), run_name, qrels_name)
+    refuse_unmatched_documents(run, qrels, run_name, qrels_name)
     judged = sum(qid in qrels for qid in run)
     if not judged:
         raise FormatError(run_name, None, f"none of its {len(run)} queries is judged in {qrels_name} (run: "
@@ -51,6 +52,23 @@ def coverage(run: Run, qrels: Qrels, run_name: str = "the run", qrels_name: str 
                                           "nothing to evaluate; are they for the same collection?")
     return {"run_queries": len(run), "judged": judged, "left_out": qid_order(run.keys() - qrels.keys()),
             "not_in_run": qid_order(qrels.keys() - run.keys())}
+
+
+def refuse_unmatched_documents(run: Run, qrels: Qrels, run_name: str = "the run", qrels_name: str = "the qrels") -> None:
+    """A FormatError when none of the documents the run ranks for judged queries is judged, but some match judged
+    ones written otherwise (case, Unicode form, leading zeros): as trec_eval compares ids exactly, every such query
+    would score 0 without a word. Checked only when nothing matches: ids are compared exactly, never rewritten."""
+    ranked = set().union(*(run[qid].keys() for qid in run if qid in qrels))
+    judged = set().union(*(qrels[qid].keys() for qid in run if qid in qrels))
+    if not ranked or ranked & judged:
+        return
+    pairs = near_misses(ranked, judged)
+    if pairs:
+        ours, theirs = pairs[0]
+        raise FormatError(run_name, None, f"none of its documents is judged in {qrels_name}, but {len(pairs)} match judged "
+                                          f"ones written otherwise (e.g. {ours!r} here, {theirs!r} there): case, Unicode "
+                                          "form or leading zeros differ; ids are compared exactly, as trec_eval does: "
+                                          "write them the same way in both files")
 
 
 def describe_coverage(covered: dict, qrels_name: str = "the qrels") -> str:
