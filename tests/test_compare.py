@@ -109,3 +109,21 @@ def test_promoting_the_reference_onto_itself_is_refused_in_one_line(tmp_path, ca
     assert compare.main(["--config", str(path), "--promote"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the run folder is the reference itself" in err
+
+
+def test_a_number_the_reference_prints_pending_is_remade_not_a_drift(tmp_path, capsys):
+    """A stored number whose jobs changed since it was made is printed pending (tools/stale.py): a run of today's
+    code that differs from it is what was due, not a drift; the same difference on a current number fails."""
+    path = setup(tmp_path, 0.35, 0.25)
+    stored = tmp_path / "ref" / "numbers" / "birch_main.json"
+    document = json.loads(stored.read_text())
+    document["layout"] = {"groups": ["cranfield"], "rows": ["BM25+RM3", "BERT 1S"], "measures": ["AP@1000"],
+                          "pending": [["BERT 1S", "cranfield", "AP@1000"]], "pending_why": "made at abc"}
+    stored.write_text(json.dumps(document))
+    assert compare.main(["--config", str(path), "--out", str(tmp_path / "report.md")]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "0 drift beyond tolerance, 1 remade" in report and "| BERT 1S / AP@1000 |" not in report
+    assert "| birch_main | cranfield / BERT 1S / AP@1000 | model | 0.350000 | 0.300000 | +0.050000 | remade |" in report
+    document["layout"]["pending"] = []
+    stored.write_text(json.dumps(document))
+    assert compare.main(["--config", str(path)]) == 1

@@ -32,6 +32,7 @@ class Difference:
     run: float | None
     reference: float | None
     tolerance: float
+    stale: bool = False  # the reference prints it pending: made by jobs that have changed since (tools/stale.py)
 
     @property
     def status(self) -> str:
@@ -41,6 +42,8 @@ class Difference:
             return "new"
         if self.run is None:
             return "missing"
+        if self.stale:
+            return "remade"  # the reference knew it was not today's: a run of today's code replaces it, never a drift
         if math.isnan(self.run) and math.isnan(self.reference):
             return "match"
         return "match" if within(self.run, self.reference, self.tolerance) else "drift"
@@ -92,19 +95,20 @@ def compare_numbers(run_dir: Path, reference: Path, tolerances: Mapping[str, flo
     ours = {p.stem for p in (run_dir / "numbers").glob("*.json")}
     names = sorted((ours if only_run else ours | {p.stem for p in (reference / "numbers").glob("*.json")}) - AFTER_COMPARISON)
     for table in names:
-        (run, run_machine), (ref, ref_machine) = (_numbers(folder / "numbers" / f"{table}.json") for folder in (run_dir, reference))
+        (run, run_machine, _), (ref, ref_machine, stale) = (_numbers(folder / "numbers" / f"{table}.json")
+                                                            for folder in (run_dir, reference))
         for key in sorted(run.keys() | ref.keys()):
             kind = "machine" if key[-1] in run_machine | ref_machine else kind_of(table, key)
             differences.append(Difference(table, " / ".join(key), kind, run.get(key), ref.get(key),
-                                          tolerances.get(kind, math.inf)))
+                                          tolerances.get(kind, math.inf), key[:3] in stale))
     return differences
 
 
-def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
-    """A numbers file's leaves, and its machine-dependent columns (timings). `per_query`, beside `numbers`, is
-    not compared and not read."""
+def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str], set[tuple[str, ...]]]:
+    """A numbers file's leaves, its machine-dependent columns (timings), and the (group, row, column) cells its
+    layout prints pending. `per_query`, beside `numbers`, is not compared and not read."""
     if not path.exists():
-        return {}, set()
+        return {}, set(), set()
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -115,8 +119,11 @@ def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str]]:
                                       "make it again: promote the run, or git checkout the reference's copy")
     layout = document.get("layout")
     measures = (layout.get("measures") or ()) if isinstance(layout, dict) else ()
+    pending = (layout.get("pending") or []) if isinstance(layout, dict) else []
+    stale = {(cell[1], cell[0], cell[2]) for cell in pending if isinstance(cell, list) and len(cell) == 3}  # stored (row, group, column)
     machine = document.get("machine_dependent", [])
-    return dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else [])  # run.json has none
+    return (dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else []),  # run.json has none
+            stale)
 
 
 def compare_files(run_dir: Path, reference: Path, only_run: bool = False) -> list[tuple[str, str]]:
@@ -140,9 +147,10 @@ def compare_files(run_dir: Path, reference: Path, only_run: bool = False) -> lis
 def report(differences: list[Difference], files: list[tuple[str, str]], run_dir: Path, reference: Path,
            tolerances: Mapping[str, float]) -> str:
     counts = {status: sum(d.status == status for d in differences)
-              for status in ("match", "drift", "new", "missing", "machine")}
+              for status in ("match", "drift", "remade", "new", "missing", "machine")}
     lines = [f"# {run_dir} against {reference}", "",
              f"{counts['match']} numbers match, {counts['drift']} drift beyond tolerance, "
+             f"{counts['remade']} remade (the reference printed them pending: not today's code's), "
              f"{counts['new']} new, {counts['missing']} missing. Tolerances (absolute): "
              f"Lucene alone {tolerances['lucene']}, with a model {tolerances['model']}. "
              f"{counts['machine']} speeds of the machine are shown, not compared.", "",
