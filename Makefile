@@ -76,8 +76,9 @@ browser:
 	    { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null; }; } ; } || \
 	echo "make browser: no headless Chromium installed (needs root and apt); the report's rendering test will skip"
 
-# The container image (containers/Dockerfile), its build time and size in results/benchmarks/image.json:
-# docker where its daemon runs, else podman; the base from Debian packages where no registry answers.
+# The container image (containers/Dockerfile): docker where its daemon runs, else podman; the base from Debian
+# packages where no registry answers. Its build time and size are a benchmark stored on purpose (tracked:
+# `containers/build --record`, never from a cached build), so `make image` leaves results/ as it is.
 image:
 	containers/build
 

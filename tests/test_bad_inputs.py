@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from reranker.__main__ import STAGES
+from reranker.formats.sidecar import record_sidecar
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 CASES = yaml.safe_load((CORPUS / "cases.yaml").read_text())
@@ -57,6 +58,11 @@ def _prepare(case: dict, folder: Path) -> list[str]:
     if case.get("read_only"):
         (folder / case["read_only"]).mkdir()
         (folder / case["read_only"]).chmod(0o555)
+    scores = folder / "scores.tsv"  # score writes a sidecar beside each scores file; readers refuse one without
+    if scores.exists() and not Path(str(scores) + ".meta.json").exists() and not case.get("no_sidecar"):
+        record_sidecar(scores, recorded="tests/test_bad_inputs.py: as score would")
+    for name in case.get("sidecars", []):  # other score files, each with the sidecar score would write
+        record_sidecar(folder / name, recorded="tests/test_bad_inputs.py: as score would")
     if "config_text" in case:  # YAML as written, for what a dump cannot say (a key twice, an alias, .nan)
         (folder / "config.yaml").write_text(case["config_text"])
     for name, files in case.get("folder", {}).items():  # a folder holding files of its own

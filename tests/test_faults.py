@@ -32,7 +32,7 @@ from reranker.formats.score_cache import ScoreCache
 from reranker.formats.segments import read_segments
 from reranker.formats.text import meta_path
 from reranker.formats.topics import read_topics_tsv
-from reranker.formats.unit_scores import read_unit_scores
+from reranker.formats.unit_scores import read_unit_scores, record_unit_scores
 from reranker.neural import scoring
 from reranker.neural.models import load_classifier
 from reranker.neural.shards import shard_dir
@@ -165,6 +165,7 @@ def collection(tmp_path_factory) -> dict[str, Path]:
     (root / "run.txt").write_text("".join(run))
     (root / "qrels.txt").write_text("".join(qrels))
     (root / "scores.tsv").write_text("".join(scores))
+    record_unit_scores(root / "scores.tsv")  # as score's sidecar would
     (root / "folds.json").write_text(json.dumps({"1": list(topics)[::2], "2": list(topics)[1::2]}) + "\n")
     return {name.split(".")[0]: root / name for name in ("docs.jsonl", "topics.tsv", "run.txt", "qrels.txt",
                                                          "scores.tsv", "folds.json")}

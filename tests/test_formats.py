@@ -23,6 +23,7 @@ from reranker.formats.ids import qid_order
 from reranker.formats.qrels import read_qrels, write_qrels
 from reranker.formats.runs import read_run, read_run_lines, top_k_docs, write_run
 from reranker.formats.segments import Unit, read_segments, write_segments
+from reranker.formats.sidecar import read_sidecar
 from reranker.formats.text import open_text
 from reranker.formats.topics import read_topics_tsv, write_topics_tsv
 from reranker.formats.unit_scores import join_unit_scores, read_unit_scores, write_unit_scores
@@ -113,7 +114,8 @@ def test_unit_scores_round_trip(tmp_path):
     rows = [("1", "d1", 1, 0.25), ("1", "d1", 0, -1.0000001), ("2", "d2", 0, 3.0)]
     write_unit_scores(rows[:2], tmp_path / "a.tsv")
     write_unit_scores(rows[2:], tmp_path / "b.tsv")
-    join_unit_scores([tmp_path / "a.tsv", tmp_path / "b.tsv"], tmp_path / "scores.tsv")
+    output = join_unit_scores([tmp_path / "a.tsv", tmp_path / "b.tsv"], tmp_path / "scores.tsv")
+    assert read_sidecar(tmp_path / "scores.tsv") == {"output": output}  # there before the file: callers add to it
     assert read_unit_scores(tmp_path / "scores.tsv") == {"1": {"d1": [-1.0000001, 0.25]}, "2": {"d2": [3.0]}}
 
 

@@ -18,7 +18,8 @@ from reranker.formats.errors import FormatError
 from reranker.formats.folds import read_folds
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, sorted_docs
-from reranker.formats.unit_scores import read_unit_scores
+from reranker.formats.text import meta_path
+from reranker.formats.unit_scores import record_unit_scores
 from reranker.ranking import fusion
 from reranker.ranking.aggregation import aggregate
 from reranker.stages import fuse
@@ -226,6 +227,7 @@ def test_command_line_writes_runs_and_parameters(tmp_path, data, capsys):
         for qid, docs in units.items():
             for doc_id, scores in docs.items():
                 f.writelines(f"{qid}\t{doc_id}\t{doc_id}_{i}\t{s}\n" for i, s in reversed(list(enumerate(scores))))
+    record_unit_scores(paths["scores.tsv"])  # made here, not by score: taken as it is, on purpose
     with open(paths["qrels.txt"], "w") as f:
         f.writelines(f"{qid} 0 {doc_id} {grade}\n" for qid, docs in qrels.items() for doc_id, grade in docs.items())
     paths["folds.json"].write_text(json.dumps(FOLDS))
@@ -256,10 +258,11 @@ def test_bad_inputs_name_the_file_and_line(tmp_path):
     bad = tmp_path / "scores.tsv"
     bad.write_text("1\td1\t0\t0.5\n1\td1\t1\tnot-a-number\n")
     with pytest.raises(FormatError, match=r"scores.tsv:2: score must be a number"):
-        read_unit_scores(bad)
+        record_unit_scores(bad)  # read before it is recorded: a bad file gets no sidecar
+    assert not meta_path(bad).exists()
     bad.write_text("1\td1\t0\t0.5\n1\td1\t0\t0.7\n")
     with pytest.raises(FormatError, match=r"scores.tsv:2: unit '0' of document d1 appears twice"):
-        read_unit_scores(bad)
+        record_unit_scores(bad)
     with pytest.raises(ValueError, match="not in the first-stage run"):
         fusion.birch_candidates({"1": {"d1": 1.0}}, {"1": {"d9": [0.5]}}, 1)
     folds = tmp_path / "folds.json"

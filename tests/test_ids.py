@@ -7,8 +7,10 @@ import errno
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,16 +24,25 @@ from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run
 from reranker.formats.segments import read_segments
 from reranker.formats.topics import read_topics_tsv
-from reranker.formats.unit_scores import read_unit_scores
+from reranker.formats.unit_scores import read_unit_scores, record_unit_scores
 from reranker.stages import evaluate
 
 BOM = "\ufeff"
+
+
+def read_recorded_scores(path: Path):
+    """A scores file made here, recorded as score records its own (in a copy: the corpus stays as it is), then read."""
+    copy = Path(tempfile.mkdtemp()) / path.name
+    shutil.copyfile(path, copy)
+    record_unit_scores(copy)
+    return read_unit_scores(copy)
+
 FILES = Path(__file__).parent / "bad_inputs" / "files"
 READERS = {  # file, reader, what the first id reads as
     "run.txt": (read_run, lambda run: next(iter(run))),
     "qrels.txt": (read_qrels, lambda qrels: next(iter(qrels))),
     "topics.tsv": (read_topics_tsv, lambda topics: next(iter(topics))),
-    "scores.tsv": (read_unit_scores, lambda scores: next(iter(scores))),
+    "scores.tsv": (lambda path: read_recorded_scores(path), lambda scores: next(iter(scores))),
     "segments.jsonl": (read_segments, lambda segments: next(iter(segments))),
     "folds.json": (read_folds, lambda folds: folds["1"][0]),
     "docs.jsonl": (lambda path: read_docs(path, {"d1", "d2", "d3"}), lambda docs: next(iter(docs))),

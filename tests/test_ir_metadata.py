@@ -17,6 +17,7 @@ from reranker.formats.ir_metadata import END, START, header, read_metadata, run_
 from reranker.formats.qrels import read_qrels
 from reranker.formats.runs import read_run, read_run_lines, write_run
 from reranker.formats.text import file_sha256
+from reranker.formats.unit_scores import record_unit_scores
 from reranker.stages import bundle, fuse
 from reranker.stages import evaluate as ev
 
@@ -56,6 +57,24 @@ def test_a_header_changes_no_run_line_and_no_number(tmp_path):
     assert {str(m): v for m, v in theirs.items()} == pytest.approx(ours[0].aggregate, abs=0, rel=0)
 
 
+def test_a_run_cut_short_or_edited_after_its_header_is_refused(tmp_path):
+    """The header records the run lines (count, sha256): a run cut at a line's end reads as a whole run of fewer
+    queries, one edited as another ranking; both are refused, naming the file. A run with no header is read as is."""
+    path = tmp_path / "headed.run"
+    write_run(RUN, path, tag="t", metadata={"note": "x"})
+    assert read_metadata(path)["body"]["lines"] == sum(len(docs) for docs in RUN.values())
+    text = path.read_text()
+    path.write_text(text[: text.rstrip("\n").rfind("\n") + 1])  # the last line gone, at a line's end
+    with pytest.raises(FormatError, match=r"headed\.run: \d+ run lines where its ir_metadata header records \d+: it was cut short"):
+        read_run(path)
+    last = text.rstrip("\n").rsplit("\n", 1)[1].split()
+    path.write_text(text.replace(" ".join(last), " ".join(last[:4] + ["99", last[5]])))  # one score edited
+    with pytest.raises(FormatError, match=r"do not match the sha256 its ir_metadata header records"):
+        read_run(path)
+    path.write_text("".join(line + "\n" for line in text.splitlines() if not line.startswith("#")))
+    assert read_run(path) == {q: {d: pytest.approx(v) for d, v in docs.items()} for q, docs in RUN.items()}
+
+
 def test_ir_measures_and_pytrec_eval_take_the_header_for_a_run_line(tmp_path):
     """Why the suite reads runs itself and the bundle has a JSON twin: ir_measures 0.4.3's `read_trec_run` (and
     pytrec_eval's `parse_run`, under repro-eval's `load_run`) do not skip `#` lines as trec_eval does."""
@@ -82,6 +101,7 @@ def fused_runs(folder: Path) -> dict[str, Path]:
     """`fuse birch` (Cranfield's settings) over the corpus' run and scores, then `fuse aggregate` over its output."""
     for name in ("run.txt", "scores.tsv", "qrels.txt", "folds.json"):
         shutil.copy(CORPUS / name, folder / name)
+    record_unit_scores(folder / "scores.tsv")  # the corpus' hand-made scores, taken as they are
     birch, maxp = folder / "birch.run", folder / "maxp.run"
     assert fuse.main(["birch", "--section", "birch", "--collection", "cranfield", "--run", str(folder / "run.txt"), "--scores",
                       str(folder / "scores.tsv"), "--qrels", str(folder / "qrels.txt"), "--folds", str(folder / "folds.json"),
@@ -95,7 +115,7 @@ def test_fused_runs_carry_primad_that_repro_eval_reads(tmp_path):
     runs = fused_runs(tmp_path)
     handler = metadata_handler()
     birch = handler(str(runs["birch"])).get_metadata()
-    assert list(birch) == ["schema-version", "tag", *PRIMAD] and birch["tag"] == "birch-2S"
+    assert list(birch) == ["schema-version", "tag", *PRIMAD, "body"] and birch["tag"] == "birch-2S"
     steps = birch["method"]["retrieval"]
     assert [s["name"] for s in steps] == ["t", "scores", "birch-2S"] and steps[-1]["interpolates"] == ["t", "scores"]
     assert set(steps[-1]["weight"]) == {"1", "2"} and birch["method"]["score ties"].startswith("score descending")

@@ -22,6 +22,7 @@ import pytest
 
 from reranker.formats.ir_metadata import run_body
 from reranker.formats.runs import read_run, top_k_docs
+from reranker.formats.unit_scores import record_unit_scores
 
 pytestmark = pytest.mark.slow
 
@@ -131,6 +132,7 @@ def test_segment_and_fuse(cranfield, tmp_path):
             for doc in docs:
                 for unit in units.get(doc, []):
                     f.write(f"{qid}\t{doc}\t{unit}\t{rng.gauss(0, 1):.6f}\n")
+    record_unit_scores(scores)  # made here, not by score: taken as it is, on purpose
     fuse = reranker("fuse", "birch", "--section", "birch", "--run", str(cranfield["run"]), "--scores", str(scores), "--qrels",
                     str(cranfield["qrels"]), "--folds", str(cranfield["folds"]), "--top-n", "3")
     outputs = {name: (tmp_path / f"{name}.run", tmp_path / f"{name}.json") for name in ("whole", "killed")}

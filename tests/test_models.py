@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
 
+from reranker.formats.errors import InputError, input_error_line
 from reranker.neural import models
 
 
@@ -59,3 +61,38 @@ def test_every_head_loads_with_its_outputs(head):
 def test_an_unknown_head_is_refused_by_name():
     with pytest.raises(models.CheckpointError, match="unknown head 'pooled'; use one of sequence_classification"):
         models.load_classifier("sentence-transformers/all-MiniLM-L6-v2", head="pooled")
+
+
+def _damage_weights(d):
+    (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:1000])  # a copy cut short
+
+
+def _other_shape(d):
+    config = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**config, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2}))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (_damage_weights, r"\(SafetensorError: .*\): it is damaged or incomplete; train or fetch it again"),
+    (lambda d: (d / "tokenizer.json").write_text("{"), r"\(JSONDecodeError: .*\): it is damaged or incomplete"),
+    (lambda d: (d / models.META_FILE).write_text("{"), r"reranker\.json: not JSON .*: the checkpoint is damaged"),
+    (_other_shape, r"\(RuntimeError: .*\): it is damaged or incomplete"),
+])
+def test_a_damaged_local_checkpoint_is_one_line_naming_it(tiny_model_dir, tmp_path, damage, message):
+    """Four ways a saved checkpoint breaks (weights cut short, tokenizer or meta not JSON, a config of another
+    shape): each a CheckpointError (an input error: one line, exit 2), never a library's traceback."""
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_model_dir, folder)
+    damage(folder)
+    with pytest.raises(models.CheckpointError, match=message) as caught:
+        models.load_classifier(str(folder))
+    assert input_error_line(caught.value) is not None and "\n" not in input_error_line(caught.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine with a GPU has cuda")
+def test_a_named_device_this_machine_lacks_is_refused_first():
+    with pytest.raises(InputError, match=r"--device cuda: no CUDA device here"):
+        models.pick_device("cuda")
+    with pytest.raises(InputError, match=r"not a device torch knows"):
+        models.pick_device("gpu")
+    assert models.pick_device("cpu").type == "cpu"

@@ -104,3 +104,17 @@ def test_snakemake_refuses_a_configuration_file_with_a_key_twice_in_one_line(tmp
     lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("Using workflow specific")]
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert lines[0].startswith(f"config: error: {mine}: not valid YAML (the key 'segment' is given twice")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root-owned checkout is made as root")
+def test_the_image_wrapper_names_why_uid_1000_cannot_write_a_root_owned_checkout(tmp_path):
+    """As root in a root-owned clone, the image runs as uid 1000: the wrapper says that is why, before any engine
+    starts (inside, the entrypoint could only say the checkout is read-only)."""
+    checkout = tmp_path / "clone"
+    checkout.mkdir(mode=0o755)
+    done = subprocess.run([str(REPO / "containers" / "run"), "--checkout", str(checkout), "bash"], capture_output=True, text=True)
+    assert done.returncode == 2 and "owned by root (mode 755) and the image runs as uid 1000, which cannot write it" in done.stderr
+    checkout.chmod(0o777)  # writable by others: the wrapper goes on (to the engine, present or not)
+    done = subprocess.run([str(REPO / "containers" / "run"), "--checkout", str(checkout), "--engine", "none", "bash"],
+                          capture_output=True, text=True)
+    assert "owned by root" not in done.stderr

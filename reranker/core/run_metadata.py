@@ -180,8 +180,11 @@ def scorer(scores_path: str | os.PathLike, reranks: str) -> tuple[dict, str, str
     """The method entry of the classifier behind a score file (from its meta sidecar and the segments'),
     the GPU that scored it ("none" on a CPU), and its checkpoint."""
     meta = _json(meta_path(scores_path))
-    if meta is None:  # joined by `cat` (per-fold scores): the parts' sidecars sit beside the parts
-        return ({"name": Path(scores_path).stem, "method": "relevance classifier scores (no meta sidecar beside the file)",
+    if meta is None or "checkpoint" not in meta:  # per-fold runs joined (the parts' sidecars name theirs), or recorded by hand
+        why = "no meta sidecar beside the file" if meta is None else (
+            f"joined from {len(meta['joined'])} runs, each with its own sidecar" if meta.get("joined") else
+            "its sidecar records the file, not the model: made elsewhere")
+        return ({"name": Path(scores_path).stem, "method": f"relevance classifier scores ({why})",
                  "scores": portable_name(scores_path), "reranks": reranks}, "none", None)
     segments = _json(meta_path(meta.get("inputs", {}).get("segments") or "")) or {}
     entry = {"name": f"{meta.get('checkpoint')}.{segments.get('unit', 'units')}",

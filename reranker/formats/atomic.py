@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,9 +26,11 @@ def tmp_path(path: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
+def atomic_write(path: str | os.PathLike, binary: bool = False,
+                 before_rename: Callable[[Path], None] | None = None) -> Iterator[IO]:
     """Open `<path>.tmp` for writing (UTF-8 text with `\\n` lines, or bytes); rename it to `path`
-    when the block succeeds, remove it when the block or the rename fails."""
+    when the block succeeds, remove it when the block or the rename fails. `before_rename(tmp)`: what must exist
+    before `path` does (its sidecar: a reader never sees the file without it)."""
     path = Path(path)
     refuse_unsafe_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,6 +39,8 @@ def atomic_write(path: str | os.PathLike, binary: bool = False) -> Iterator[IO]:
     try:
         with f:
             yield f
+        if before_rename is not None:
+            before_rename(tmp)
         os.replace(tmp, path)  # fails where `path` is a directory, say: the temporary file goes too
     except BaseException as err:
         tmp.unlink(missing_ok=True)

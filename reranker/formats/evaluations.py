@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reranker.formats.atomic import write_json
+from reranker.formats.errors import FormatError
 
 
 @dataclass
@@ -36,4 +38,27 @@ def write_evaluation(evaluation: Evaluation, path: str | os.PathLike) -> None:
 
 
 def read_evaluation(path: str | os.PathLike) -> Evaluation:
-    return Evaluation.from_json(json.loads(Path(path).read_text()))
+    """A saved evaluation, checked against its own record: the query count and each aggregate are what its per-query
+    values give, so a file cut short or edited by hand is refused (one line naming it), never averaged as it is."""
+    fix = "make it again with `python -m reranker evaluate`"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        evaluation = Evaluation.from_json(data)
+    except json.JSONDecodeError as err:
+        raise FormatError(path, err.lineno, f"not JSON ({err.msg}): cut short or damaged; {fix}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise FormatError(path, None, f"not an evaluation (missing or malformed {err}); {fix}") from None
+    for measure in evaluation.measures:
+        values = evaluation.per_query.get(measure)
+        if values is None or measure not in evaluation.aggregate:
+            raise FormatError(path, None, f"measure {measure} has no per-query values or no aggregate; {fix}")
+        if len(values) != evaluation.queries:
+            raise FormatError(path, None, f"{measure} has per-query values for {len(values)} queries but the file records "
+                                          f"{evaluation.queries}: cut short or edited; {fix}")
+        mean = math.fsum(values.values()) / len(values) if values else math.nan
+        recorded = evaluation.aggregate[measure]
+        # per-query values may be stored rounded to 6 places: their mean moves by at most 5e-7
+        if not (math.isnan(mean) and math.isnan(recorded)) and not abs(mean - recorded) <= 1e-6:
+            raise FormatError(path, None, f"{measure}'s aggregate {recorded!r} is not the mean of its per-query values "
+                                          f"({mean:.6f}): edited after it was written; {fix}")
+    return evaluation

@@ -2,10 +2,15 @@
 
 A line starting with `#` is a comment, as trec_eval (9.0.8 on) reads it: the ir_metadata header the stages
 write at the top of a run (reranker.formats.ir_metadata) is one, and no reader here takes it for a run line.
+
+A run the stages write records in that header what its run lines are (`body`: how many, their sha256), and
+`read_run` checks it: a run cut short at a line's end, or edited, is refused, not evaluated as if whole. A run
+with no header (another system's, the field's exchange format) is read as it is.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections import defaultdict
@@ -15,10 +20,11 @@ from typing import NamedTuple
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
 from reranker.formats.ids import check_id, qid_key, qid_order
-from reranker.formats.ir_metadata import header
+from reranker.formats.ir_metadata import header, read_metadata, run_body
 from reranker.formats.text import fields_of_lines
 
 Run = dict[str, dict[str, float]]  # qid -> doc_id -> score
+BODY = "body"  # the header's record of the run lines: {lines, sha256}
 
 
 class RunLine(NamedTuple):
@@ -66,7 +72,20 @@ def read_run(path: str | os.PathLike) -> Run:
         run[line.qid][line.doc_id] = line.score
     if not run:
         raise FormatError(path, None, "no run lines: an empty run would evaluate as zeros")
+    check_body(path, len(first_line))
     return dict(run)
+
+
+def check_body(path: str | os.PathLike, lines: int) -> None:
+    """Refuse a run whose header's `body` record (lines, sha256) is not what follows it."""
+    recorded = (read_metadata(path) or {}).get(BODY)
+    if not isinstance(recorded, dict):
+        return
+    fix = "it was cut short or edited after the stage wrote it: make it again"
+    if recorded.get("lines") != lines:
+        raise FormatError(path, None, f"{lines} run lines where its ir_metadata header records {recorded.get('lines')}: {fix}")
+    if not str(path).endswith(".gz") and recorded.get("sha256") != hashlib.sha256(run_body(path)).hexdigest():
+        raise FormatError(path, None, f"its run lines do not match the sha256 its ir_metadata header records: {fix}")
 
 
 def sorted_docs(scores: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -86,12 +105,15 @@ def write_run(run: Mapping[str, Mapping[str, float]], path: str | os.PathLike, t
 
     Scores keep 9 significant digits, enough to round-trip the float32 values trec_eval ranks by.
     """
+    lines = []
+    for qid in sorted(run, key=qid_key):
+        ranked = sorted_docs(run[qid])
+        if depth is not None:
+            ranked = ranked[:depth]
+        lines += [f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n" for rank, (doc_id, score) in enumerate(ranked, start=1)]
+    body = "".join(lines)
     with atomic_write(path) as f:
-        if metadata is not None:
-            f.write(header({"tag": tag, **metadata}))
-        for qid in sorted(run, key=qid_key):
-            ranked = sorted_docs(run[qid])
-            if depth is not None:
-                ranked = ranked[:depth]
-            for rank, (doc_id, score) in enumerate(ranked, start=1):
-                f.write(f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n")
+        if metadata is not None:  # what read_run checks: the lines below, whole and as written
+            f.write(header({"tag": tag, **metadata, BODY: {"lines": len(lines),
+                                                            "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}}))
+        f.write(body)

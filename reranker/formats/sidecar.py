@@ -7,7 +7,9 @@ it was written is refused in one line naming both files, not read as if it were 
 short of some queries would fuse them in first-stage order under the reranker's tag).
 
 A sidecar written before `output` existed is checked by its count, score's `pairs` or segment's
-`units` (one line each). A file without a sidecar (made by hand, or by `cat`) is read as it is.
+`units` (one line each). A scores file without a sidecar is refused (`required`): a kill between the file and its
+sidecar, or a copy cut short at a line's end, would be read as whole; one made elsewhere is recorded on purpose
+(`score record`, `record_sidecar`). Other files without one (segments made by hand) are read as they are.
 """
 
 from __future__ import annotations
@@ -68,10 +70,13 @@ def read_sidecar(path: str | os.PathLike) -> dict[str, Any] | None:
     return data
 
 
-def check_sidecar(path: str | os.PathLike) -> dict[str, Any] | None:
-    """Refuse `path` when it does not match what its sidecar records (one read of the file); return the sidecar."""
+def check_sidecar(path: str | os.PathLike, required: str | None = None) -> dict[str, Any] | None:
+    """Refuse `path` when it does not match what its sidecar records (one read of the file); return the sidecar.
+    `required`: a file without one is refused too, and this says how to get one."""
     meta = read_sidecar(path)
     if meta is None:
+        if required:
+            raise InputError(f"{path} has no {meta_path(path).name} beside it, so nothing says it is whole: {required}")
         return None
     sidecar, fix = meta_path(path), "make it again (remove both and rerun the stage that wrote them)"
     found, recorded = describe(path), meta.get("output")
@@ -88,4 +93,17 @@ def check_sidecar(path: str | os.PathLike) -> dict[str, Any] | None:
     if count is not None and found["lines"] != meta[count]:
         raise InputError(f"{path} has {found['lines']} lines but {sidecar} says {meta[count]} {count}: it was cut "
                          f"short or changed after it was written; {fix}")
+    return meta
+
+
+def write_sidecar(path: str | os.PathLike, meta: dict[str, Any]) -> None:
+    from reranker.formats.atomic import write_json  # atomic imports the outputs' checks, which import nothing here
+
+    write_json(meta_path(path), meta, indent=2, sort_keys=True)
+
+
+def record_sidecar(path: str | os.PathLike, **about: Any) -> dict[str, Any]:
+    """Write the sidecar of a file made elsewhere: its `output` record and `about` (how it was recorded)."""
+    meta = {**about, "output": describe(path)}
+    write_sidecar(path, meta)
     return meta

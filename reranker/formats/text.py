@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,9 +40,18 @@ def open_text(path: str | os.PathLike, errors: str = "replace", encoding: str = 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
+    refuse_device(path)
     if path.suffix == ".gz":
         return io.TextIOWrapper(_Gzip(path, "rb"), encoding=encoding, errors=errors)
     return open(path, encoding=encoding, errors=errors)
+
+
+def refuse_device(path: str | os.PathLike) -> None:
+    """A FormatError for a device given as an input file (a link to /dev/zero or /dev/urandom never ends: read as
+    lines, it fills memory). Pipes stay readable: `<(zcat run.gz)` is a way to hand over a file."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise FormatError(path, None, f"a device ({os.path.realpath(path)}), not a file: give the file to read")
 
 
 def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -78,6 +88,7 @@ def fields_of_lines(path: str | os.PathLike) -> Iterator[tuple[int, list[str]]]:
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line of a JSONL file; bad JSON names file:line."""
+    refuse_device(path)
     with open(path, encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped (formats.ids)
         for line_no, line in enumerate(f, start=1):
             if not line.strip():

@@ -12,7 +12,7 @@ from typing import Any
 from reranker.formats.atomic import atomic_write
 from reranker.formats.errors import FormatError
 from reranker.formats.ids import check_id
-from reranker.formats.sidecar import Tally, check_sidecar
+from reranker.formats.sidecar import Tally, check_sidecar, describe, read_sidecar, record_sidecar, write_sidecar
 from reranker.formats.text import text_lines
 
 UnitScores = dict[str, dict[str, list[float]]]  # qid -> doc_id -> unit scores in document order
@@ -21,17 +21,21 @@ UnitIds = dict[str, dict[str, list[int]]]  # qid -> doc_id -> the units' positio
 _TRAILING_INT = re.compile(r"(\d+)$")
 
 
-def write_unit_scores(rows: Iterable[tuple[str, str, int | str, float]], path: str | os.PathLike) -> None:
-    """(qid, doc_id, unit, score) rows; 9 significant digits round-trip float32 scores."""
-    with atomic_write(path) as f:
+def write_unit_scores(rows: Iterable[tuple[str, str, int | str, float]], path: str | os.PathLike,
+                      record: bool = True) -> None:
+    """(qid, doc_id, unit, score) rows; 9 significant digits round-trip float32 scores. `record`: the sidecar its
+    readers check (`output` only; score's own adds how it was made); a shard has its checksum file instead."""
+    seal = (lambda tmp: write_sidecar(path, {"output": describe(tmp)})) if record else None
+    with atomic_write(path, before_rename=seal) as f:
         f.writelines(f"{qid}\t{doc_id}\t{unit}\t{score:.9g}\n" for qid, doc_id, unit, score in rows)
 
 
 def join_unit_scores(parts: Sequence[str | os.PathLike], path: str | os.PathLike) -> dict[str, Any]:
     """Concatenate unit-score files (shards) into one, byte for byte; return its `{sha256, bytes, lines}`
-    for the sidecar, hashed as it is copied (the file is not read again)."""
+    for the sidecar, hashed as it is copied (the file is not read again). Its sidecar holds that record before the
+    file is in place (the caller adds how it was made), so that no reader finds the file without one."""
     tally = Tally()
-    with atomic_write(path, binary=True) as f:
+    with atomic_write(path, binary=True, before_rename=lambda tmp: write_sidecar(path, {"output": tally.record()})) as f:
         for part in parts:
             with open(part, "rb") as source:
                 for block in iter(lambda: source.read(1 << 20), b""):
@@ -61,8 +65,22 @@ def read_unit_scores_with_units(path: str | os.PathLike) -> tuple[UnitScores, Un
     return scores, order
 
 
-def _positioned(path: str | os.PathLike) -> dict[str, dict[str, dict[int, float]]]:
-    check_sidecar(path)
+RECORD = ("score writes one beside every scores file: score it again, or, for a file made elsewhere, record it as "
+          "it is with `python -m reranker score record FILE`")
+
+
+def record_unit_scores(path: str | os.PathLike) -> dict[str, Any]:
+    """The sidecar of a scores file made elsewhere, written once the file reads as scores. A file whose sidecar exists
+    is checked against it, never recorded anew: a changed file is not blessed by recording it again."""
+    if read_sidecar(path) is not None:
+        return check_sidecar(path)
+    _positioned(path, checked=False)
+    return record_sidecar(path, recorded="python -m reranker score record: made elsewhere, taken as it is")
+
+
+def _positioned(path: str | os.PathLike, checked: bool = True) -> dict[str, dict[str, dict[int, float]]]:
+    if checked:
+        check_sidecar(path, required=RECORD)
     positioned: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for line_no, line in text_lines(path):
         if not line.strip():

@@ -85,7 +85,13 @@ def head_outputs(head: str, config: Any) -> int:
 def read_meta(directory: str | os.PathLike) -> dict:
     path = Path(directory) / META_FILE
     if path.exists():
-        return json.loads(path.read_text())
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise CheckpointError(f"{path}: not JSON ({err}): the checkpoint is damaged; {DAMAGED_FIX}") from None
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"{path}: not a JSON object: the checkpoint is damaged; {DAMAGED_FIX}")
+        return meta
     return {}
 
 
@@ -94,6 +100,7 @@ def write_meta(directory: str | os.PathLike, meta: dict) -> None:
 
 
 OFFLINE_FIX = "Offline? Point HF_HOME at a cache that holds it (HF_HUB_OFFLINE=1), or give a local directory."
+DAMAGED_FIX = "train or fetch it again (remove the folder first)"
 
 
 def load_tokenizer(model: str) -> Any:
@@ -359,6 +366,11 @@ def load_classifier(model: str, head: str | None = None, relevant_index: int | N
         net = loader.load(source, meta, overrides)
     except OSError as err:
         raise CheckpointError(f"cannot load checkpoint {model!r}: {err}\n{OFFLINE_FIX}") from err
+    except Exception as err:  # noqa: BLE001 - transformers, safetensors and tokenizers each raise their own
+        # a weights file cut short (safetensors' header), a tokenizer file that is not JSON, weights of another shape
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise CheckpointError(f"cannot load checkpoint {model!r} ({type(err).__name__}: {first[:300]}): it is damaged "
+                              f"or incomplete; {DAMAGED_FIX}") from err
     if fresh_head and loader.sized:
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
@@ -395,9 +407,25 @@ def fingerprints(model: Any, head: str, relevant_index: int) -> tuple[str, str]:
 
 
 def pick_device(requested: str = "auto") -> torch.device:
+    """`auto`: a GPU where torch sees one, else the CPU. A device asked for by name must be one torch can use here:
+    found now, not as a traceback when the model first moves (a CPU build's "Torch not compiled with CUDA")."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(requested)
+    try:
+        device = torch.device(requested)
+    except RuntimeError:
+        raise InputError(f"--device {requested!r}: not a device torch knows (auto, cpu, cuda, cuda:1, mps)") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not count:
+            build = "a CPU build of torch" if torch.version.cuda is None else f"torch built for CUDA {torch.version.cuda}"
+            raise InputError(f"--device {requested}: no CUDA device here ({build}, torch {torch.__version__}); use "
+                             "--device cpu or auto, or install a CUDA build of torch on a machine with a GPU")
+        if device.index is not None and device.index >= count:
+            raise InputError(f"--device {requested}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    elif device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise InputError(f"--device {requested}: no Apple GPU (MPS) here; use --device cpu or auto")
+    return device
 
 
 def logits_of(classifier: Classifier, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -333,7 +333,7 @@ def score_pairs_sharded(scorer: Scorer, pairs: Sequence[UnitPair], out: str | os
             scores = scorer.read(np.stack([known[key] for key in keys])) if keys else np.empty(0, dtype=np.float32)
             built = shard_files[index].with_name(shard_files[index].name + ".built")
             write_unit_scores(((pair.qid, pair.doc_id, pair.unit, float(value)) for value, pair in zip(scores, shard)),
-                              built)
+                              built, record=False)
             seal_shard(built, shard_files[index])
             if worker is None and after is not None:  # looked up after this shard's scores are cached
                 upcoming = start(after)

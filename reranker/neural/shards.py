@@ -188,6 +188,19 @@ def gather_parts(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     return meta
 
 
+def refuse_shared_queries(parts: Sequence[str | os.PathLike]) -> None:
+    """A GatherError when two runs to join score one query: joined, the query's pairs would be read twice."""
+    owner: dict[str, str | os.PathLike] = {}
+    for path in parts:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            qids = {line.split("\t", 1)[0] for line in f if line.strip()} - {"qid"}
+        shared = sorted(qids & owner.keys())
+        if shared:
+            raise GatherError(f"{path} and {owner[shared[0]]} both score query {shared[0]} ({len(shared)} shared): "
+                              "join runs of disjoint queries (one per fold), each once")
+        owner.update(dict.fromkeys(qids, path))
+
+
 def join_runs(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict[str, Any]:
     """Concatenate whole score runs (each its own sidecar's, e.g. one per fold) in the order given into `out`, the
     bytes `cat` makes; write and return its meta: the parts, their pairs, and `output` for its readers. `joined`
@@ -198,6 +211,7 @@ def join_runs(parts: Sequence[str | os.PathLike], out: str | os.PathLike) -> dic
         if meta is None:
             raise GatherError(f"{path} (or its .meta.json) does not exist; score it first")
         metas.append(meta)
+    refuse_shared_queries(parts)
     output = join_unit_scores(parts, out)
     meta = {"joined": [str(path) for path in parts], "pairs": sum(meta.get("pairs", 0) for meta in metas),
             "output": output}

@@ -15,7 +15,6 @@ import io
 import math
 import os
 import statistics
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from reranker.core.provenance import provenance
 from reranker.formats.atomic import write_json, write_text
 from reranker.formats.source_numbers import SourceTable, read_source_numbers
 from reranker.report.labels import MEASURE_LABELS, TableError
+from reranker.report.query_sets import other_queries, query_note
 from reranker.reproduction.significance import CORRECTIONS
 
 SIGNIFICANT = "†"
@@ -71,7 +71,7 @@ class Table:
     # Cells stored from an earlier run that are no longer valid (printed "pending"), and why.
     pending: set[tuple[str, str, str]] = field(default_factory=set)
     pending_why: str = ""
-    _other: tuple[tuple, set] | None = field(default=None, repr=False, compare=False)  # other_queries, with what it read
+    other_cache: tuple[tuple, set] | None = field(default=None, repr=False, compare=False)  # query_sets.other_queries, with what it read
 
     @property
     def columns(self) -> list[str]:
@@ -157,7 +157,7 @@ class Table:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "–"
         number = self.number_format(measure, value) if self.number_format else f"{value:.4f}"
-        other = f" (n={len(self.per_query[(row, group, measure)])})" if (row, group, measure) in self.other_queries() else ""
+        other = f" (n={len(self.per_query[(row, group, measure)])})" if (row, group, measure) in other_queries(self) else ""
         return f"{number}{self.marks.get((row, group, measure), '')}{other}"
 
     def best(self, group: str, measure: str) -> set[str]:
@@ -165,75 +165,12 @@ class Table:
         average over the column's queries (a row over other queries is never best: its mean is not comparable)."""
         if not self.bold_best or measure in self.extra_columns:
             return set()
-        other = self.other_queries()
+        other = other_queries(self)
         scored = {r: round(self.cells[(r, group, measure)], 4) for r in self.rows if (r, group, measure) in self.cells
                   and not math.isnan(self.cells[(r, group, measure)]) and (r, group, measure) not in self.pending
                   and (r, group, measure) not in other}
         top = max(scored.values(), default=None)
         return {r for r, value in scored.items() if value == top}
-
-    # -- the queries behind each cell ---------------------------------------------------------------------
-
-    def compares_rows(self) -> bool:
-        """Whether the rows compete (bold best, or tested against a reference): then a column's rows must average
-        over the same queries. Rows that are not compared (the baselines' collections) may each have their own."""
-        return self.bold_best or bool(self.references)
-
-    def column_queries(self, group: str, measure: str) -> frozenset[str] | None:
-        """The queries a column's rows average over: those most of its rows have (ties: the most queries); None
-        without per-query values."""
-        sets = [frozenset(values) for (r, g, m), values in self.per_query.items() if (g, m) == (group, measure)
-                and (r, g, m) not in self.pending]
-        if not sets:
-            return None
-        counted = Counter(sets)
-        return max(counted, key=lambda s: (counted[s], len(s), sorted(s)))
-
-    def other_queries(self) -> set[tuple[str, str, str]]:
-        """Cells of a table that compares rows whose mean is over other queries than their column's: marked with
-        their count, never bold."""
-        if not self.compares_rows():
-            return set()
-        key = (tuple(self.groups), tuple(self.measures), frozenset(self.pending),
-               tuple((cell, len(values)) for cell, values in self.per_query.items()))
-        if self._other is not None and self._other[0] == key:  # every cell's text asks: computed once a render
-            return self._other[1]
-        found = set()
-        for g in self.groups:
-            for m in self.measures:
-                common = self.column_queries(g, m)
-                found |= {(r, g, m) for (r, gg, mm), values in self.per_query.items()
-                          if (gg, mm) == (g, m) and common is not None and frozenset(values) != common
-                          and (r, g, m) not in self.pending}
-        self._other = (key, found)
-        return found
-
-    def query_note(self) -> list[str]:
-        """How many queries each cell averages over (from the per-query values; none without them), and what a
-        cell over other queries means."""
-        def joined(counts: set[int]) -> str:
-            return "/".join(str(n) for n in sorted(counts))
-
-        cells: dict[str, dict[str, set[int]]] = {}  # row -> group -> its measures' query counts
-        for (r, g, m), values in self.per_query.items():
-            if (r, g, m) not in self.pending and m in self.measures:
-                cells.setdefault(r, {}).setdefault(g, set()).add(len(values))
-        if not cells:
-            return []
-        if self.compares_rows():  # a column's rows over its queries; other cells are marked
-            columns = {g: {len(q) for m in self.measures if (q := self.column_queries(g, m)) is not None} for g in self.groups}
-            named = {g: joined(n) for g, n in columns.items() if n}
-        else:  # rows that are not compared (the baselines' collections), each over its own queries
-            named = {r: " · ".join(f"{g} {joined(by[g])}" for g in self.groups if g in by) if len({joined(n) for n in by.values()}) > 1
-                     else joined(next(iter(by.values()))) for r in self.rows if (by := cells.get(r))}
-        if len(set(named.values())) == 1:
-            text = f"Queries: every cell averages over {next(iter(named.values()))} queries"
-        else:
-            text = "Queries per cell: " + ", ".join(f"{name} {n}" for name, n in named.items())
-        if self.other_queries():
-            text += ("; a cell marked (n=K) averages over K queries other than its column's: it is never bold, and "
-                     "its mean is not comparable with the column's (a † test pairs the queries both have)")
-        return [text + "."]
 
     def layout(self) -> list[tuple[str, str]]:
         """The printed (group, column) cells of a row: each group's measures, each followed by the source's
@@ -316,7 +253,7 @@ class Table:
                 text = self.text(row, g, m).replace("|", "\\|")
                 cells.append(f"**{text}**" if row in self.best(g, m) else text)
             lines.append("| " + " | ".join([row] + cells) + " |")
-        lines += [""] + [f"{note}  " for note in self.pending_note() + self.query_note() + self.notes]
+        lines += [""] + [f"{note}  " for note in self.pending_note() + query_note(self) + self.notes]
         if self.source:
             head = self.source_header()
             while not lines[-1].strip():
@@ -340,7 +277,7 @@ class Table:
                 text = escape(self.text(row, g, m))
                 cells.append(f"<td><b>{text}</b></td>" if row in self.best(g, m) else f"<td>{text}</td>")
             rows.append(f"<tr><th scope=\"row\">{escape(row)}</th>{''.join(cells)}</tr>")
-        notes = "".join(f"<p>{escape(note)}</p>" for note in self.pending_note() + self.query_note() + self.notes)
+        notes = "".join(f"<p>{escape(note)}</p>" for note in self.pending_note() + query_note(self) + self.notes)
         if self.source:
             notes += ("<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in self.source_header()) + "</tr></thead><tbody>"
                       + "".join(f"<tr><th scope=\"row\">{escape(r)}</th>"
@@ -395,7 +332,7 @@ class Table:
                 cells.append(f"\\textbf{{{text}}}" if row in self.best(g, m) else text)
             lines.append(f"{_tex(row)} & " + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
-        notes = self.pending_note() + self.query_note() + self.notes
+        notes = self.pending_note() + query_note(self) + self.notes
         if notes:
             lines.append("\\par\\footnotesize " + _marks(_tex(" ".join(notes))))
         if self.source:

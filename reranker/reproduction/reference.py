@@ -121,9 +121,8 @@ def _numbers(path: Path) -> tuple[dict[tuple[str, ...], float], set[str], set[tu
     measures = (layout.get("measures") or ()) if isinstance(layout, dict) else ()
     pending = (layout.get("pending") or []) if isinstance(layout, dict) else []
     stale = {(cell[1], cell[0], cell[2]) for cell in pending if isinstance(cell, list) and len(cell) == 3}  # stored (row, group, column)
-    machine = document.get("machine_dependent", [])
-    return (dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else []),  # run.json has none
-            stale)
+    machine = document.get("machine_dependent", [])  # run.json has none
+    return dict(leaves(document.get("numbers", {}), path, measures)), set(machine if isinstance(machine, list) else []), stale
 
 
 def compare_files(run_dir: Path, reference: Path, only_run: bool = False) -> list[tuple[str, str]]:

@@ -30,6 +30,7 @@ from reranker.core.provenance import portable_name, provenance
 from reranker.formats.atomic import tmp_path, write_json, write_text
 from reranker.formats.entry import exits_on_input_error
 from reranker.formats.errors import InputError
+from reranker.formats.evaluations import read_evaluation
 from reranker.formats.ir_metadata import read_metadata
 from reranker.formats.layout import Layout
 from reranker.formats.runs import read_run
@@ -117,6 +118,7 @@ def _write(tmp: Path, run_dir: Path, runs: list[Path], command: str) -> dict:
             add(qrels, f"qrels/{slug}.txt", "qrels", collection=slug)
     evals = sorted((run_dir / "work" / "eval").glob("*/*.json"))
     for path in evals:
+        read_evaluation(path)  # cut short or edited: refused here, naming it, not bundled as if whole
         add(path, f"eval/{path.parent.name}/{path.name}", "evaluation", collection=path.parent.name, run=path.stem)
     index = Path(layout.path("seed_index"))
     if index.is_file():

@@ -33,10 +33,15 @@ def parse_measures(names: Sequence[str]) -> list:
     parsed = []
     for name in names:
         try:
-            parsed.append(ir_measures.parse_measure(measures.expression(name)))
+            measure = ir_measures.parse_measure(measures.expression(name))
         except (ValueError, NameError, SyntaxError) as err:
             raise InputError(f"unknown measure {name!r} (ir_measures syntax, e.g. AP@1000, P@20, nDCG@20, RR@10, R@100; "
                              f"or a named one: {', '.join(measures.MEASURES)})") from err
+        cutoff = measure.params.get("cutoff")
+        if cutoff is not None and (not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 1):
+            # trec_eval aborts the process in C on a cutoff below 1 (pytrec_eval's assertion, exit 134)
+            raise InputError(f"measure {name!r}: its cutoff @{cutoff} must be a whole number of documents, 1 or more")
+        parsed.append(measure)
     return parsed
 
 

@@ -17,6 +17,7 @@ from reranker.core.registry import RANKINGS
 from reranker.formats.entry import exits_on_input_error
 from reranker.formats.errors import InputError
 from reranker.formats.folds import fold_test_queries
+from reranker.formats.unit_scores import record_unit_scores
 from reranker.neural.models import pick_device
 from reranker.neural.scoring import score_run
 from reranker.neural.shards import gather_parts, join_runs, parse_part
@@ -37,14 +38,28 @@ def join_main(verb: str, argv: list[str]) -> int:
     return 0
 
 
+def record_main(argv: list[str]) -> int:
+    """`score record`: the sidecar of scores files made elsewhere, so that fuse takes them as they are."""
+    parser = argparse.ArgumentParser(prog="python -m reranker score record", description=record_main.__doc__.split(": ")[1])
+    parser.add_argument("files", nargs="+", help="score TSVs (qid, doc_id, unit, score), each read first")
+    args = parser.parse_args(argv)
+    for path in args.files:
+        meta = record_unit_scores(path)
+        print(f"{path}: {meta['output']['lines']} lines recorded", file=sys.stderr)
+    return 0
+
+
 @exits_on_input_error("score")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] and argv[0] in JOINS:
         return join_main(argv[0], argv[1:])
+    if argv[:1] == ["record"]:
+        return record_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m reranker score", description=__doc__.split("\n\n")[0],
                                      epilog="`python -m reranker score gather|join --parts ... --out OUT` joins --part "
-                                     "runs, or runs of disjoint queries.")
+                                     "runs, or runs of disjoint queries; `score record FILE` takes a scores file "
+                                     "made elsewhere as it is.")
     parser.add_argument("--checkpoint", required=True, help="a checkpoint name of the configuration (checkpoints.yaml)")
     add_files(parser, "segments", "run", "topics", "out", optional=("qrels",), out="output TSV: qid, doc_id, unit, score",
               qrels="score only the queries these qrels judge (the others cannot be evaluated)")
