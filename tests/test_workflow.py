@@ -21,6 +21,7 @@ from PIL import Image
 from reranker.formats.evidence import evidence_path, read_evidence, total
 from reranker.formats.ir_metadata import run_body
 from reranker.formats.runs import read_run
+from reranker.formats.sidecar import record_sidecar
 from reranker.formats.unit_scores import read_unit_scores
 from reranker.ranking.evidence import move
 from reranker.reproduction.reference import AFTER_COMPARISON
@@ -91,6 +92,12 @@ def evidence_numbers(path: Path) -> dict[str, dict[str, list[float]]]:
 
 
 READERS = {".tsv": read_unit_scores, ".run": read_run, ".gz": evidence_numbers}
+
+
+def write_scores(path: Path, text: str) -> None:
+    """A scores file written by hand, with the sidecar score would write (readers refuse one without)."""
+    path.write_text(text)
+    record_sidecar(path)
 
 
 def same_scores(a: Path, b: Path) -> bool:
@@ -166,17 +173,17 @@ def test_the_determinism_check_fails_on_a_changed_table_or_file(tmp_path):
         (run / "tables").mkdir(parents=True)
         (run / "tables" / "t.md").write_text(table.replace("0.3131", value))
         (run / "work" / "scores" / "c" / "k").mkdir(parents=True)
-        (run / "work" / "scores" / "c" / "k" / "s.tsv").write_text(f"1\td1\t0\t{score}\n")
+        write_scores(run / "work" / "scores" / "c" / "k" / "s.tsv", f"1\td1\t0\t{score}\n")
     assert differing_files(first, second) == ["tables/t.md"]
     (second / "tables" / "t.md").write_text(table)
     assert differing_files(first, second) == []
-    (second / "work" / "scores" / "c" / "k" / "s.tsv").write_text("1\td1\t0\t0.50000001\n")  # fp32 rounding
+    write_scores(second / "work" / "scores" / "c" / "k" / "s.tsv", "1\td1\t0\t0.50000001\n")  # fp32 rounding
     assert differing_files(first, second) == []
-    (second / "work" / "scores" / "c" / "k" / "s.tsv").write_text("1\td1\t0\t0.5001\n")
+    write_scores(second / "work" / "scores" / "c" / "k" / "s.tsv", "1\td1\t0\t0.5001\n")
     assert differing_files(first, second) == ["work/scores/c/k/s.tsv"]
-    (second / "work" / "scores" / "c" / "k" / "s.tsv").write_text("1\td2\t0\t0.5\n")
+    write_scores(second / "work" / "scores" / "c" / "k" / "s.tsv", "1\td2\t0\t0.5\n")
     assert differing_files(first, second) == ["work/scores/c/k/s.tsv"]
-    (second / "work" / "scores" / "c" / "k" / "s.tsv").write_text("1\td1\t0\t0.5\n")
+    write_scores(second / "work" / "scores" / "c" / "k" / "s.tsv", "1\td1\t0\t0.5\n")
     for run in (first, second):  # a run: its header (own command) set aside, its scores compared
         (run / "work" / "runs" / "c").mkdir(parents=True)
         (run / "work" / "runs" / "c" / "x.run").write_text(
