@@ -149,7 +149,8 @@ def test_a_run_killed_with_sigkill_resumes_with_make_run(tmp_path, birch_data):
     """The machine goes away mid-run (SIGKILL to make, snakemake and the running job at once); `make run`
     again finishes the run: the default profile's rerun-incomplete redoes the killed job, the stale lock
     is lifted, and the wall clock adds the two stretches. A small configuration (the test paper's, on
-    Cranfield) through the Makefile's own target, post-DAG steps and report included."""
+    Cranfield) through the Makefile's own target, post-DAG steps and report included: also the test of a
+    fourth paper run end to end (its own segment and score files, its table, its claim judged)."""
     from tests.test_plugins import LAYER, SEEDS
 
     repo = Path(__file__).resolve().parent.parent
@@ -183,3 +184,13 @@ def test_a_run_killed_with_sigkill_resumes_with_make_run(tmp_path, birch_data):
     assert len(record["stretches"]) == 2 and not record["stretches"][0]["finished"] and record["stretches"][1]["finished"]
     for path in ("tables/fake_paper_1.md", "tables/baselines.md", "tables/resources.md", "report.html", "README.md"):
         assert (run_dir / path).exists(), path
+    # The test paper's own files, its table with the suite's marks, and its claim judged by a paired test.
+    text = (run_dir / "tables" / "fake_paper_1.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| BM25")]
+    assert len(rows) == 3 and "| BM25 >> minilm-l3 |" in text and "| AP |" in text, text
+    for pattern in ("segments/cranfield/bm25.k*.fake-docs.jsonl", "scores/cranfield/minilm-l3/bm25.k*.fake-docs.tsv"):
+        made = list((run_dir / "work").glob(pattern))
+        assert made and made[0].stat().st_size > 0, pattern
+    verdict = next(line for line in (run_dir / "README.md").read_text().splitlines() if "BM25+RM3" in line and "AP@1000" in line)
+    assert any(f"**{word}**" in verdict for word in ("reproduced", "contradicted", "inconclusive")), verdict
+    assert "95% CI" in verdict, verdict  # its run stores per-query values
