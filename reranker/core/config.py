@@ -265,6 +265,39 @@ def validate(config: Mapping, sections: Sequence | None = None) -> None:
 CHECKPOINT_SETTINGS = {"teacher": "teacher_head", "head_from": None, "positive_filter": "positive_filter_head"}
 
 
+# What a shell splits a word at or expands in it. The rules pass paths to their commands unquoted (Snakemake's
+# `{input}`); quoting them all would change every job's shell and with it every stored number's digest.
+SHELL_CHARACTERS = "$`;&|<>*?()[]!\\"
+COLLECTION_PATHS = ("archive", "docs", "queries", "qrels", "run")
+
+
+def _check_shell_paths(config: Mapping) -> None:
+    """Paths (expanded) that a rule's command line carries must stay one word: the first that would not, in one line."""
+    for where, path, hint in _shell_paths(config):
+        char = _shell_character(path)
+        if char:
+            raise ConfigError(f"{where}: {path!r} holds {char!r}: the rules' commands take paths as words, unquoted, so a "
+                              f"shell would split or expand it: choose a path without whitespace, quotes or {SHELL_CHARACTERS}{hint}")
+
+
+def _shell_character(path: str) -> str | None:
+    return next((c for c in path if c.isspace() or c in SHELL_CHARACTERS or c in "'\""), None)
+
+
+def _shell_paths(config: Mapping) -> list[tuple[str, str, str]]:
+    """(setting, path, hint) for each path a rule's command line may carry: the run folder, the reference and the
+    collections' files (under BIRCH_DATA where they name it)."""
+    data = os.environ.get("BIRCH_DATA")
+    hint = lambda path: " (set BIRCH_DATA, the data folder, to one without)" if data and path.startswith(data) else ""  # noqa: E731
+    paths = [("run_dir", config["run_dir"], ""), ("reference", config["reference"], "")]
+    for name, entry in config["collections"].items():
+        files = [(key, entry.get(key)) for key in COLLECTION_PATHS]
+        files += [("folds/file", (entry.get("folds") or {}).get("file"))]
+        files += [(f"runs/{run}/file", (spec or {}).get("file")) for run, spec in (entry.get("runs") or {}).items()]
+        paths += [(f"collections/{name}/{key}", value, hint(value)) for key, value in files if isinstance(value, str)]
+    return paths
+
+
 def _check_references(config: Mapping, sections: Sequence = ()) -> None:
     """Names that must exist in a registry: the schema cannot say so."""
     from reranker.core.registry import FIRST_STAGES
@@ -330,7 +363,11 @@ def resolve(config: Mapping, sections: Iterable | None = None, expand: bool = Tr
     if studies and "resolved_from" not in config:  # a resolved file's are its plugins'; in the sections' order
         resolved["studies"] = studies
     validate(resolved, sections)
-    return expand_vars(resolved) if expand else resolved
+    if not expand:
+        return resolved
+    expanded = expand_vars(resolved)
+    _check_shell_paths(expanded)
+    return expanded
 
 
 def config_files(extra: Sequence[str | os.PathLike] = ()) -> list[Path]:
