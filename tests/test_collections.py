@@ -349,3 +349,19 @@ def test_a_code_outside_the_grades_mapping_stops_with_the_file(tmp_path):
         collection.qrels()
     mapped = collection_from_entry({**entry, "qrels_format": "trec", "grades": {"1": 4, "7": 1}})
     assert mapped.qrels() == {"1": {"1": 4, "2": 1}}
+
+
+def test_an_empty_offline_ir_datasets_cache_is_one_line_naming_the_cache(tmp_path):
+    """An ir_datasets collection whose cache is empty, where no download answers (a proxy on a closed port stands
+    for no network, online or not): one line naming the dataset, the cache and the fix, exit 2, nothing written."""
+    home, out = tmp_path / "empty-cache", tmp_path / "vaswani"
+    home.mkdir()
+    closed = "http://127.0.0.1:9"
+    env = {**os.environ, "IR_DATASETS_HOME": str(home), "HTTP_PROXY": closed, "HTTPS_PROXY": closed, "NO_PROXY": ""}
+    done = subprocess.run([sys.executable, "-m", "reranker", "collections", "export", "--collection", "vaswani",
+                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert last.startswith("collections: error: vaswani: ir_datasets vaswani is not in its cache") and str(home) in last, last
+    assert "no download source answered (http" in last and "IR_DATASETS_MIRROR" in last, last
+    assert not out.exists()

@@ -74,9 +74,15 @@ def export_collection(collection: Collection, out_dir: str | os.PathLike) -> dic
     """
     collection.check_files()
     out = Path(out_dir)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    with collection.exclusive():
-        return _export(collection, out)
+    try:
+        with collection.exclusive():
+            return _export(collection, out)
+    except BaseException:
+        if created and not any(out.iterdir()):  # a failed export leaves no empty folder it made behind
+            out.rmdir()
+        raise
 
 
 def _export(collection: Collection, out: Path) -> dict[str, Any]:

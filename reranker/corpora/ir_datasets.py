@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from reranker.core.config import ConfigError
 from reranker.corpora.base import Collection, DocumentsUnavailableError
 from reranker.formats.atomic import file_lock
 from reranker.formats.docs import Doc, strip_markup
-from reranker.formats.errors import FormatError
+from reranker.formats.errors import FormatError, InputError
 from reranker.formats.qrels import Qrels, read_qrels
 from reranker.formats.topics import read_trec_topics
 
@@ -31,7 +32,27 @@ class IrDatasetsCollection(Collection):
         return ir_datasets.load(self.dataset_id)
 
     def docs_count(self) -> int | None:
-        return None if self.run_only else self.dataset.docs_count()
+        if self.run_only:
+            return None
+        with self._downloads():
+            return self.dataset.docs_count()
+
+    @contextmanager
+    def _downloads(self):
+        """ir_datasets downloads what its cache lacks on first use; offline, with an empty or partial cache, every
+        source fails in a RuntimeError listing each URL. One line instead: what is missing, where, and the fix."""
+        try:
+            yield
+        except RuntimeError as error:
+            if not (error.args and error.args[0] == "All download sources failed"):
+                raise
+            import ir_datasets
+
+            tried = [getattr(source, "url", str(source)) for source, _ in (error.args[1] if len(error.args) > 1 else [])]
+            raise InputError(
+                f"{self.id}: ir_datasets {self.dataset_id} is not in its cache (IR_DATASETS_HOME="
+                f"{ir_datasets.util.home_path()}) and no download source answered ({', '.join(tried) or 'none listed'}): "
+                f"go online once, or copy a cache that holds it there (make setup copies IR_DATASETS_MIRROR)") from error
 
     def exclusive(self):
         # ir_datasets builds docstores and extracts files on first use, with no lock of its own, and
@@ -58,8 +79,9 @@ class IrDatasetsCollection(Collection):
 
     def _docs(self) -> Iterator[Doc]:
         try:
-            for record in self.dataset.docs_iter():
-                yield self._doc(record)
+            with self._downloads():
+                for record in self.dataset.docs_iter():
+                    yield self._doc(record)
         except FileNotFoundError as error:
             expected = error.filename or (error.args[0] if error.args else "?")
             obtain = "They are licensed: obtain" if self.entry["licensed"] else "Obtain"
@@ -103,17 +125,19 @@ class IrDatasetsCollection(Collection):
         if attribute not in fields:
             raise ConfigError(f"{self.id}: query_field {field!r}, but the queries of {self.dataset_id} "
                               f"have the fields {', '.join(fields)}")
-        return {query.query_id: " ".join(getattr(query, attribute).split()) for query in self.dataset.queries_iter()}
+        with self._downloads():
+            return {query.query_id: " ".join(getattr(query, attribute).split()) for query in self.dataset.queries_iter()}
 
     def _read_qrels(self) -> Qrels:
         if self.entry.get("qrels"):
             return read_qrels(self._require("qrels"))
         qrels: Qrels = {}
-        for qrel in self.dataset.qrels_iter():
-            if qrel.doc_id in qrels.get(qrel.query_id, {}):
-                raise FormatError(f"ir_datasets {self.dataset_id}", None, f"query {qrel.query_id} judges document "
-                                  f"{qrel.doc_id} twice: its qrels cache may be corrupt (delete the derived files)")
-            qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
+        with self._downloads():
+            for qrel in self.dataset.qrels_iter():
+                if qrel.doc_id in qrels.get(qrel.query_id, {}):
+                    raise FormatError(f"ir_datasets {self.dataset_id}", None, f"query {qrel.query_id} judges document "
+                                      f"{qrel.doc_id} twice: its qrels cache may be corrupt (delete the derived files)")
+                qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
         return qrels
 
     def _licence_note(self) -> str:
