@@ -144,7 +144,11 @@ def test_a_misspelt_table_id_or_row_is_refused_against_the_catalog_beside_the_fi
     with pytest.raises(SourceNumbersError, match=r"tables\.radboud_2_l: 'radboud_2_l' is a table no configuration makes "
                                                  r"\(.*table_catalog\.json\); near: .*'radboud_2_1'"):
         load_source_numbers(path, catalog)
-    load_source_numbers(path)  # no catalog beside a test's own file: nothing to check the ids against
+    # No catalog beside a file of one's own: any id may be one's own table, but one that all but spells the suite's is a slip.
+    with pytest.raises(SourceNumbersError, match=r"tables\.radboud_2_l: 'radboud_2_l' is no table of the suite's, near 'radboud_2_"):
+        load_source_numbers(path)
+    own = {**stored, "tables": {("my_table" if k == "radboud_2_1" else k): v for k, v in stored["tables"].items()}}
+    load_source_numbers(write(tmp_path, own))  # an id like none of the suite's: one's own table
     cells = stored["tables"]["ntnu_5_2"]["cells"]
     misspelt = {**stored, "tables": {**stored["tables"], "ntnu_5_2": {**stored["tables"]["ntnu_5_2"],
                                                                       "cells": [{**cells[0], "row": "MiniLM-L6, head-only"}] + cells[1:]}}}

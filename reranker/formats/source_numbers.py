@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats import strict_yaml
-from reranker.formats.catalog import catalog_beside, near, read_catalog
+from reranker.formats.catalog import DEFAULT_CATALOG, catalog_beside, near, read_catalog
 from reranker.formats.errors import ConfigError, InputError, keys_checked
 
 DEFAULT_SOURCE_NUMBERS = Path(__file__).resolve().parents[2] / "workflow" / "config" / "source_numbers.yaml"
@@ -70,6 +70,8 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
         check_keys(table, TABLE_KEYS, {"source", "table", "cells"}, where)
         if known is not None and name not in known.tables:
             raise SourceNumbersError(f"{where}: {name!r} is a table no configuration makes ({known.path}){near(str(name), known.tables)}")
+        if known is None:
+            _not_a_misspelt_table(str(name), where)
         if table["source"] not in numbers["sources"]:
             raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
                                      f"({', '.join(map(str, numbers['sources'])) or 'none'})")
@@ -98,6 +100,20 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
                 raise SourceNumbersError(f"{here}: the same source_row, column, at and group as cells[{seen[key]}]")
             seen[key] = i
     return numbers
+
+
+def _not_a_misspelt_table(name: str, where: str) -> None:
+    """With no catalog beside the file (a file of one's own: a plugin's tables, a test's), any table id may be one's
+    own; one that is not the suite's but all but spells one of them is taken for a slip, since its cells would be
+    shown beside no table."""
+    import difflib
+
+    suite = read_catalog(DEFAULT_CATALOG).tables if DEFAULT_CATALOG.exists() else {}
+    close = difflib.get_close_matches(name, suite, n=3, cutoff=0.85)
+    if name not in suite and close:
+        raise SourceNumbersError(f"{where}: {name!r} is no table of the suite's, near {', '.join(map(repr, close))}: fix the "
+                                 "id, or, for a table of your own, put the catalog of your configuration beside the file "
+                                 "(python -m reranker.workflow.catalog)")
 
 
 def _like_with_like(known: Any, name: str, table: Mapping, cell: Mapping, here: str) -> None:

@@ -25,6 +25,7 @@ from reranker.formats.atomic import write_json, write_text
 from reranker.formats.source_numbers import SourceTable, read_source_numbers
 from reranker.report.labels import MEASURE_LABELS, TableError
 from reranker.report.query_sets import other_queries, query_note
+from reranker.report.source_cells import check_source_columns
 from reranker.reproduction.significance import CORRECTIONS
 
 SIGNIFICANT = "†"
@@ -479,6 +480,8 @@ def add_notes_and_source(table: Table, args: argparse.Namespace, notes: Sequence
     if args.sources:
         table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
         inputs.append(args.sources)
+        check_source_columns(table, args.sources)
+
 
 
 def write_outputs(table: Table, args: argparse.Namespace, inputs: Sequence[str] = (), extra: Callable[[], Mapping] = dict,
