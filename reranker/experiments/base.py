@@ -1,5 +1,7 @@
-"""What every paper's plugin has: its configuration section, its rules file, the tables it adds, the
-checkpoints it generates and the part of a run's wall clock that is its own.
+"""What every paper's plugin has, and all the core calls on one: its configuration section and the resolve hooks
+over it, its rules file, the tables and pages it adds, the collections the DAG checks, the checkpoints it generates
+and the part of a run's wall clock that is its own. What a paper's own rules call on it is that paper's
+(tests/test_plugins.py checks each rules file against its own plugin class).
 
 A plugin is built over the DAG's `Experiment` (reranker.workflow.experiment), which it reads for the run
 folder's layout and for checkpoint lineage; stages never import plugins (tests/test_layering.py). Its class is
@@ -9,13 +11,12 @@ also the section `reranker.core.config.resolve` composes: its schema under its n
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Mapping
 from typing import ClassVar
 
 from reranker.core import settings
-from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, section_study, slug, training_config
+from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, section_study, slug
 
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
@@ -125,145 +126,9 @@ class Plugin:
         counts their jobs)."""
         return []
 
-    def curves(self) -> dict[str, list[tuple[str, str]]]:
-        """Loss-curve figures of its fine-tuned checkpoints not drawn elsewhere: figure name -> [(curve label,
-        checkpoint)], each curve the checkpoint's held-out loss against its label prior (`tables figure curves`)."""
-        return {}
-
-    def curve_args(self, figure: str) -> str:
-        """`tables figure curves` arguments of one of its curve figures."""
-        checkpoints = [f"{label}:{self.layout.path('checkpoint_dir', checkpoint=name)}" for label, name in self.curves()[figure]]
-        return " ".join(["curves"] + [f"--checkpoint {shlex.quote(c)}" for c in checkpoints] + ["--what", "validation"])
-
-    def curve_caption(self, figure: str) -> str:
-        """What a curve figure shows and what each of its checkpoints trained on, and for how long."""
-        curves = self.curves()[figure]
-        labels = "; ".join(dict.fromkeys(label for label, _ in curves)) if len(curves) < 3 else f"{len(curves)} checkpoints"
-        trained = []
-        for name in dict.fromkeys(self.exp.checkpoint(c)["label"] for _, c in curves):
-            first = next(c for _, c in curves if self.exp.checkpoint(c)["label"] == name)
-            t = training_config(self.config, first)
-            cap = "every pair" if t["max_pairs"] is None else f"at most {t['max_pairs']} pairs"
-            epochs = f"{t['epochs']:g} epoch{'s' if t['epochs'] != 1 else ''}"
-            count = sum(1 for _, c in curves if self.exp.checkpoint(c)["label"] == name)
-            like = f"{count} checkpoints like " if count > 1 else ""
-            trained.append(f"{name}: {like}{self.exp.lineage(first)}, {cap} per source, {epochs}, batch {t['batch_size']},"
-                           f" lr {t['learning_rate']:g}, the {'best held-out' if t['select'] == 'best' else 'last'} step kept")
-        return (f"Held-out loss against training step ({labels}), each against its label prior (dashed). "
-                + "; ".join(trained) + ".")
-
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """The cells of its tables and sweep figures by name (reranker.formats.table_spec records): Snakemake
         writes each to its spec file (workflow/rules/tables.smk), which the table's rule hands `--spec`."""
-        return {}
-
-    # What its rules call (workflow/rules/<name>.smk), declared once here with neutral values; a plugin overrides
-    # what it has, with the same signature (tests/test_plugins.py parses the .smk files and checks).
-    # The DAG's shape --------------------------------------------------------------------------------
-    @property
-    def first_stage(self) -> str | None:
-        """The first stage whose run it reranks."""
-        return self.section.get("first_stage")
-
-    @property
-    def candidates(self) -> int | None:
-        """K: the first stage's top documents it reranks."""
-        return self.section.get("candidates")
-
-    @property
-    def depth(self) -> int | None:
-        """The deepest K it segments (a sweep over K segments once, at its largest)."""
-        return self.candidates
-
-    @property
-    def target_slugs(self) -> list[str]:
-        """The slugs of the collections its main table covers."""
-        return []
-
-    def fold_scores(self, variant: str, point: int, ranking: str, first_stage: str | None = None) -> list[str]:
-        """The per-fold score files of one reranker that a join step concatenates, in fold order."""
-        return []
-
-    def baseline_run(self, point: int) -> str:
-        """The run its rerankers at a grid point are compared with (the agreement column's reference)."""
-        raise NotImplementedError(f"{self.name} has no baseline run")
-
-    def speed_stages(self, system: str) -> dict[str, str]:
-        """A timed system's stages (stage name -> its benchmark file), for its speed record."""
-        return {}
-
-    def evidence_runs(self) -> list[tuple[str, str]]:
-        """(collection slug, run name) of the runs whose evidence the report shows."""
-        return []
-
-    def score_metas(self) -> list[str]:
-        """The score sidecars its main table reads (the scoring's precision and machine)."""
-        return []
-
-    # Its tables and figures -------------------------------------------------------------------------
-    def caption(self, table: str) -> str:
-        """A table's caption."""
-        return ""
-
-    def baseline_row(self, table: str) -> str | None:
-        """The row a table's significance marks test against (None: none)."""
-        return None
-
-    def ranking_tables(self) -> list[str]:
-        """Its tables of reranked runs."""
-        return []
-
-    def pretraining_tables(self) -> list[str]:
-        """Its tables of pre-training choices."""
-        return []
-
-    def table_inputs(self, table: str) -> list[str]:
-        """Files a table reads beyond its spec's."""
-        return []
-
-    def table_metas(self, table: str) -> list[str]:
-        """Sidecars a table reads for its notes (precision, machine, speed)."""
-        return []
-
-    def machine_columns(self, table: str) -> list[str]:
-        """A table's columns that depend on the machine (not compared with the reference)."""
-        return []
-
-    def figure_inputs(self, table: str) -> list[str]:
-        """Files a table's figure reads."""
-        return []
-
-    def figure_args(self, table: str) -> str:
-        """`tables figure` arguments of a table's figure."""
-        return ""
-
-    @property
-    def table_finetuned(self) -> list[str]:
-        """Fine-tuned checkpoints behind its main table (each gets a note and a copied loss curve)."""
-        return []
-
-    def copied_curves(self) -> list[str]:
-        """Loss-curve figures copied from its `table_finetuned` checkpoints' folders (loss.png), in that order."""
-        return []
-
-    def fusion_params(self) -> list[str]:
-        """The fusion choices (per fold) of its main table's fused rows, published beside the table."""
-        return []
-
-    def split_table(self) -> str | None:
-        """The table whose gap to the source is split into first stage and reranker (None: none)."""
-        return None
-
-    def split_numbers(self) -> str:
-        """The numbers file of that split."""
-        raise NotImplementedError(f"{self.name} splits no table")
-
-    def split_measures(self) -> list[str]:
-        """The measures of that split."""
-        return []
-
-    def split_rows(self) -> dict[str, str]:
-        """The rows of that split: role -> row label."""
         return {}
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
 from reranker.experiments.base import Plugin, section_problems
+from reranker.experiments.curves import LossCurves
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
 CHECKPOINT_PREFIX = "ntnu-"
@@ -76,7 +77,7 @@ def drop_null_cells(section: dict) -> None:
             spec["distilled"] = {row: model for row, model in spec["distilled"].items() if model is not None}
 
 
-class NTNU(Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKPOINT_PREFIX):
+class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_prefix=CHECKPOINT_PREFIX):
     paths = {
         "ntnu_segments": "work/segments/{collection}/{first_stage}.k{k}.ntnu-passages.jsonl",
         "ntnu_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.ntnu-passages.tsv",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import FIRST_STAGES
 from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
+from reranker.experiments.curves import LossCurves
 from reranker.formats.layout import PATTERNS
 
 # How a configured precision reads in a caption: the setting, not the machine, so that a caption
@@ -91,7 +92,7 @@ def ranking_label(ranking: str) -> str:
     return "by argmax" if ranking == "argmax" else "by the relevant logit"
 
 
-class Radboud(Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
+class Radboud(LossCurves, Plugin, name="radboud", wall_clock_part="radboud|segment_documents", checkpoint_prefix=CHECKPOINT_PREFIX):
     paths = {
         "radboud_scores": "work/scores/{collection}/{checkpoint}/{first_stage}.k{k}.documents.{ranking}.tsv",
         "radboud_joined": "work/scores/{collection}/radboud/{variant}.g{point}.{ranking}.tsv",
