@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m reranker.experiments [list]`: the registry, one plugin a line (the tables every configuration
     makes: `python -m reranker.workflow.catalog`)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["catalog"]:  # the workflow layer's now, above the plugins
-        print("the catalog moved: python -m reranker.workflow.catalog", file=sys.stderr)
+    if argv not in ([], ["list"]):
+        print(f"usage: python -m reranker.experiments [list] (not {' '.join(argv)})", file=sys.stderr)
         return 2
     print("\n".join(f"{name}: {cls.about}" for name, cls in load().items()))
     return 0

@@ -216,11 +216,6 @@ class Scorer:
                 progress.update(len(ids))
         return logits_out
 
-    def score_tokens(self, ids: Sequence[list[int]], types: Sequence[list[int]],
-                     progress: tqdm | None = None) -> np.ndarray:
-        """Scores of tokenised pairs, in their order."""
-        return self.read(self.logits_tokens(ids, types, progress))
-
     def score_bi_encoder(self, queries: Sequence[str], texts: Sequence[str], progress: tqdm | None = None) -> np.ndarray:
         """Cosine of each (query, text) pair; every distinct text is encoded once."""
         scores = cosines(self.classifier.model, self.classifier.tokenizer, queries, texts, self.max_length,

@@ -113,7 +113,7 @@ def write_birch_evidence(args: argparse.Namespace, run: Run, fused: Run, folds: 
 
 def run_aggregate(args: argparse.Namespace) -> int:
     tracker = run_metadata.Tracker()
-    candidates = None if args.candidates is None else checked("--candidates", args.candidates, "ntnu.candidates")
+    candidates = None if args.candidates is None else checked("--candidates", args.candidates, "segment.candidates")
     fused = aggregate(read_run(args.run), read_unit_scores(args.scores), args.method, candidates)
     step = {"name": args.tag or args.method, "method": f"{AGGREGATORS[args.method].label} of the unit scores per document "
             "(no first-stage score); top-K documents without units, then the tail, in first-stage order"}
