@@ -150,3 +150,6 @@ def test_without_git_the_commit_comes_from_the_wrapper_or_the_checkouts_own_git_
     monkeypatch.setenv("BIRCH_GIT_DIRTY", "0")
     record = provenance("test")
     assert record["git_commit"] == "f" * 40 and record["git_dirty"] is False
+    monkeypatch.setenv("BIRCH_GIT_COMMIT", "unknown")  # the wrapper's git could not read the checkout (another owner)
+    record = provenance("test")
+    assert record["git_commit"] == commit and record["git_dirty"] is True  # read from .git, as the mount has it

@@ -60,7 +60,7 @@ def git_state() -> tuple[str, bool]:
     commit = git("rev-parse", "HEAD")
     if commit != "unknown":
         return commit, bool(git("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)results"))
-    if os.environ.get(COMMIT_ENV):
+    if os.environ.get(COMMIT_ENV, "unknown") != "unknown":  # "unknown": git outside could not read the checkout either
         return os.environ[COMMIT_ENV], os.environ.get(DIRTY_ENV, "1") != "0"
     return head_from_dotgit(), True
 
