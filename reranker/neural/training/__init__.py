@@ -13,12 +13,11 @@ judged-relevant document.
 `loss.png`. `run.train_chain()` fine-tunes on several sources in turn (A, then B from A's weights),
 keeping each stage. A complete checkpoint whose inputs and hyper-parameters match is reused.
 
-Modules, each importing only those above it (and reranker.neural.pretraining, whose masked-LM and
-next-sentence sources read `settings`, `pairs` and `encoding`): `settings` (TrainingConfig, Source),
-`pairs` (training pairs of a source), `encoding` (tokenised pairs, batches), `validation` (held-out
+Modules, each importing only those above it: `settings` (TrainingConfig, Source),
+`pairs` (training pairs of a source), `encoding` (tokenised pairs, batches), `pretraining` (masked-LM and
+next-sentence sources and losses, over `pairs` and `encoding`), `validation` (held-out
 loss and MRR), `teacher` (distillation, soft labels, a filter's best units), `heads` (a head's start),
 `resume` (reuse, resume state, determinism), `tasks` (a task's model, data and loss), `loop` (the
 training loop), `loss_plot` (loss.png), `run` (train, train_chain). Nothing is imported here: the
-package's modules are imported by their full name (reranker.neural.pretraining imports some of them,
-and `tasks` imports it).
+package's modules are imported by their full name.
 """

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.core.config import defaults as config_defaults
+from reranker.core.registry import UNITS
 from reranker.core.settings import RULE_ONLY
 from reranker.formats.errors import FormatError, InputError
 from reranker.formats.text import open_text
@@ -19,7 +20,6 @@ from reranker.formats.topics import read_topics_tsv
 
 SELECTIONS = ("best", "last")
 TRAINABLE = ("all", "head")
-UNITS = ("documents", "passages", "sentences")
 TEACHER_OBJECTIVES = ("distill", "soft_labels")
 POSITIVES = ("all", "best")
 

@@ -13,10 +13,10 @@ import torch
 from reranker.formats.errors import InputError
 from reranker.neural import models
 from reranker.neural.objectives import Objective
-from reranker.neural.pretraining import load_mlm_source, load_nsp_source, masked_lm_loss, validate_masked_lm
 from reranker.neural.training.encoding import Encoded, encode
 from reranker.neural.training.heads import freeze_encoder
 from reranker.neural.training.pairs import Examples, load_source, without_long_queries
+from reranker.neural.training.pretraining import load_mlm_source, load_nsp_source, masked_lm_loss, validate_masked_lm
 from reranker.neural.training.settings import Source, TrainingConfig
 from reranker.neural.training.teacher import soft_labels, teacher_logits
 from reranker.neural.training.validation import validate
