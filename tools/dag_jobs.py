@@ -3,7 +3,7 @@
 One `snakemake -n -p --forceall` (a dry run: seconds, nothing written but the resolved config) lists each
 job's rule, outputs and shell command, and (tools/dag_trace.py) digests of its params and inputs; the run
 folder, the repository and BIRCH_DATA are replaced by `{run_dir}`, `{repo}` and `{birch_data}`, so that two
-checkouts on two machines give the same file. A refactor that must leave the DAG alone (issue 61) compares
+checkouts on two machines give the same file. A refactor that must leave the DAG alone compares
 this list with tests/data/dag/PROFILE.json: Snakemake reruns a job whose shell text, params or inputs
 changed, so an identical list means that no kept run folder reruns for it (mtimes aside).
 """

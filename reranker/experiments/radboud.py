@@ -173,7 +173,7 @@ class Radboud(LossCurves, Plugin, name="radboud", wall_clock_part="radboud|segme
                           {"group": group, "row": self.section["provided_candidates"][name]["label"],
                            "path": self.eval_path(self.provided_run(name, point))}]
         # how alike each reranker ranks to the baseline reranker (Kendall's tau over the candidates, mean over the
-        # queries): with the head carried, every row starts out ranking as the baseline does (issue 58)
+        # queries): with the head carried, every row starts out ranking as the baseline does
         values = [{"row": label, "column": AGREEMENT, "path": self.agreement(v, point, r), "key": "kendall_tau"}
                   for point in self.points[:1] for label, v, r in self.rows(table)]
         return {"eval": evals, "checkpoints": [{"label": label, "path": meta} for label, meta in self.checkpoint_metas(table)],
@@ -210,7 +210,7 @@ class Radboud(LossCurves, Plugin, name="radboud", wall_clock_part="radboud|segme
         return self.layout.path("numbers", table=SPLIT)
 
     def split_measures(self) -> list[str]:
-        """The two nDCG@20s the split is stated on (issue 60): the thesis' own and the standard one, where the tables have them."""
+        """The two nDCG@20s the split is stated on: the thesis' own and the standard one, where the tables have them."""
         return [m for m in ("RadboudNDCG@20", "nDCG@20") if m in self.section["measures"]]
 
     def split_rows(self) -> dict[str, str]:

@@ -34,7 +34,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-LIMIT = 600  # no line of the README is longer (issue 67): a longer prose line is wrapped at WIDTH
+LIMIT = 600  # no line of the README is longer, so a reader can scan it: a longer prose line is wrapped at WIDTH
 WIDTH = 100
 # A word that would open a Markdown block (a list item, a heading, a quote) if a wrapped line began with it
 _OPENS_BLOCK = re.compile(r"^([-+*>]|#{1,6}|\d{1,9}[.)])$")
