@@ -9,7 +9,8 @@ import torch
 from reranker.experiments import load_config
 from reranker.experiments.radboud import radboud_checkpoint
 from reranker.formats.errors import FormatError
-from reranker.neural import objectives, pretraining
+from reranker.neural import objectives
+from reranker.neural.training import pretraining
 from reranker.neural.training.pairs import Examples, candidate_pool
 from reranker.neural.training.settings import DEFAULT_TRAINING, fold_training_queries
 from reranker.neural.training.tasks import objective_for
