@@ -26,7 +26,7 @@ RUN_DIR ?= runs/$(PROFILE)$(if $(PART),-$(PART))
 SNAKEMAKE = $(BIN)/snakemake --cores $(CORES) $(if $(filter-out default,$(PROFILE)),--profile workflow/profiles/$(PROFILE)) \
 	$(if $(PART),--config part=$(PART) run_dir=$(RUN_DIR)) $(SNAKEMAKE_ARGS)
 
-.PHONY: setup run data test docs quick promote index stale lint benchmarks dry-run image test-image test-cluster browser
+.PHONY: setup run data test test-fast docs quick promote index stale lint benchmarks dry-run image test-image test-cluster browser
 
 setup: $(STAMP)
 ifdef IR_DATASETS_MIRROR
@@ -61,6 +61,10 @@ data: setup
 # The test suite, including the quick profile's DAG and its comparison with results/quick/.
 test: setup lint browser
 	$(BIN)/python -m pytest
+
+# The inner loop while changing code: every test but the slow ones (Lucene, the DAG, long training), a few minutes.
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow"
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or anchor.
 # The variable hides Material's banner about MkDocs 2, which would otherwise open every build's output.
