@@ -51,3 +51,14 @@ def test_a_changed_setting_renders_the_numbers_behind_it_pending(tmp_path, birch
     judged = [row for row in verdicts if "**pending**" not in row and "**not run**" not in row]
     assert verdicts and judged == [], judged  # figure 5.4's points too: their JSON rests on the same jobs
     assert "**pending**" not in sections["Radboud"]
+
+
+def test_without_the_data_folder_the_tools_stop_before_marking_anything(tmp_path, monkeypatch, capsys):
+    """A data folder that lacks the registered files makes a DAG that fetches them first, and every job behind them
+    would read as changed: stale.py stops in one line (exit 2) instead of marking every stored number pending."""
+    monkeypatch.setenv("BIRCH_DATA", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit) as stopped:
+        stale.main(["quick", "--mark"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "dag_jobs: error: the data folder (" in err and "set BIRCH_DATA to the data folder" in err, err

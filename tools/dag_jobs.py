@@ -107,7 +107,21 @@ def traced_jobs(profile: str, run_dir: Path | None = None, configfiles: list[str
         run_dir = run_dir or Path(tmp) / profile
         trace = Path(tmp) / "trace.json"
         listing = normalise(parse(dry_run(profile, run_dir, trace, configfiles)), run_dir, traced := json.loads(trace.read_text()))
+        refuse_missing_data(listing)
         return listing, behind_numbers(listing, traced, run_dir)
+
+
+def refuse_missing_data(listing: list[dict]) -> None:
+    """A DAG that would fetch or derive the data folder's files is not the DAG a stored run was made with: every job
+    downstream of those files would read as changed (and `stale.py --mark` would mark every stored number pending).
+    So it stops here, naming the fix."""
+    fetching = [job for job in listing if job["rule"] in ("fetch_data", "derive_data")]
+    if fetching:
+        print(f"dag_jobs: error: the data folder ({os.environ.get('BIRCH_DATA') or 'data/ in the checkout'}) lacks "
+              f"{len(fetching)} files the DAG would fetch or derive first (e.g. {fetching[0]['outputs'][0]}), so every "
+              "job behind them would read as changed: set BIRCH_DATA to the data folder, or fill it (make data)",
+              file=sys.stderr)
+        sys.exit(2)
 
 
 # A table's numbers (named by the table) or a figure's points that claims read (named figures/<name>)
