@@ -65,13 +65,15 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
             if not isinstance(source[key], str):
                 raise SourceNumbersError(f"{where}.{key}: expected a string, found {source[key]!r}")
     ours = {row for entry in known.tables.values() for row in entry["rows"]} if known is not None else set()
+    # With no catalog beside the file, the suite's own table ids, read once, tell a slip from one's own id.
+    suite = read_catalog(DEFAULT_CATALOG).tables if known is None and DEFAULT_CATALOG.exists() else {}
     for name, table in numbers["tables"].items():
         where = f"{path}: tables.{name}"
         check_keys(table, TABLE_KEYS, {"source", "table", "cells"}, where)
         if known is not None and name not in known.tables:
             raise SourceNumbersError(f"{where}: {name!r} is a table no configuration makes ({known.path}){near(str(name), known.tables)}")
         if known is None:
-            _not_a_misspelt_table(str(name), where)
+            _not_a_misspelt_table(str(name), where, suite)
         if table["source"] not in numbers["sources"]:
             raise SourceNumbersError(f"{where}.source: {table['source']!r} is not one of the sources "
                                      f"({', '.join(map(str, numbers['sources'])) or 'none'})")
@@ -102,13 +104,12 @@ def load_source_numbers(path: str | Path = DEFAULT_SOURCE_NUMBERS, catalog: str 
     return numbers
 
 
-def _not_a_misspelt_table(name: str, where: str) -> None:
+def _not_a_misspelt_table(name: str, where: str, suite: Mapping) -> None:
     """With no catalog beside the file (a file of one's own: a plugin's tables, a test's), any table id may be one's
     own; one that is not the suite's but all but spells one of them is taken for a slip, since its cells would be
     shown beside no table."""
     import difflib
 
-    suite = read_catalog(DEFAULT_CATALOG).tables if DEFAULT_CATALOG.exists() else {}
     close = difflib.get_close_matches(name, suite, n=3, cutoff=0.85)
     if name not in suite and close:
         raise SourceNumbersError(f"{where}: {name!r} is no table of the suite's, near {', '.join(map(repr, close))}: fix the "
