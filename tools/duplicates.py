@@ -1,12 +1,16 @@
-"""Repeated code: every run of six or more identical lines shared by two places in the library, the
-workflow's rules and the test papers (by default reranker/, workflow/, the Snakefile, tests/plugins/),
-found by pylint's Symilar. Comments, docstrings, imports and def signatures do not count; the Snakefile
-and the .smk files are read as text, so a rule body copied into another rule counts like Python.
+"""Repeated code: every run of six or more lines of the same shape shared by two places in the library,
+the workflow's rules and the test papers (by default reranker/, workflow/, the Snakefile, tests/plugins/),
+found by pylint's Symilar on the text with every name folded into one placeholder, so a copy with its
+variables renamed is still a copy. Literals stay (two rules of one shape for other stages differ in them);
+comments, docstrings, imports, def signatures and field declarations do not count. The Snakefile and the
+.smk files are tokenized like Python, Snakemake's directives kept as words.
 
-    python tools/duplicates.py [--report] [--min N] [PATH ...]
+    python tools/duplicates.py [--report] [--known FILE] [--min N] [PATH ...]
 
 Prints one line per pair (`N lines: a.py:10-15 = rules/b.smk:40-45`), then the pairs by file. Exit 1
-when any pair is found (make lint), 0 with --report (a listing only).
+when any pair is found, 0 with --report (a listing only). With --known (make lint: tools/duplicates.known),
+the pairs between two files that the file lists, up to its count, are allowed, and a count above what is
+found fails too, so that the list only shrinks as copies are merged.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import keyword
 import sys
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -51,10 +57,52 @@ def blanked(text: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             drop.update(range(node.lineno, node.end_lineno + 1))
+        elif isinstance(node, ast.AnnAssign) and node.value is None:
+            drop.update(range(node.lineno, node.end_lineno + 1))  # a field's declaration, like a signature
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             drop.update(range(node.lineno, node.body[0].lineno))  # as pylint: def line to the body
     lines = text.splitlines(keepends=True)
     return "".join("\n" if n in drop else line for n, line in enumerate(lines, 1))
+
+
+# Snakemake's directives are the rule's grammar, not its names: folding them would make any two rules alike.
+DIRECTIVES = frozenset(
+    "rule checkpoint input output params log benchmark threads resources priority message shell run script "
+    "wildcard_constraints localrules ruleorder include configfile container conda envmodules group "
+    "default_target retries cache handover wrapper notebook".split()
+)
+
+
+def folded(text: str) -> str:
+    """The text with every name and literal written as one placeholder, comments and docstrings gone,
+    line numbers kept: two runs that differ only in what they call things are then the same lines.
+
+    Keywords, operators, attribute dots and Snakemake's directives stay, so the shape of a line is
+    compared, not its spelling. Text the tokenizer cannot read is returned as it is."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    lines = [[] for _ in range(text.count("\n") + 2)]
+    previous = None
+    for tok in tokens:
+        kind, string, (row, _), (end_row, _) = tok.type, tok.string, tok.start, tok.end
+        if kind == tokenize.NAME:
+            word = string if keyword.iskeyword(string) or string in DIRECTIVES else "N"
+        elif kind in (tokenize.NUMBER, tokenize.STRING):
+            # A string standing alone on its line is a docstring (or a rule's shell text): dropped as
+            # Symilar drops docstrings.
+            alone = previous in (None, tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+            word = None if alone and kind == tokenize.STRING and row != end_row else " ".join(string.split())
+        elif kind == tokenize.OP:
+            word = string
+        else:
+            word = None
+        if kind not in (tokenize.COMMENT, tokenize.NL):
+            previous = kind
+        if word is not None:
+            lines[row - 1].append(word)
+    return "\n".join(" ".join(w) for w in lines[: text.count("\n") + 1]) + "\n"
 
 
 def last_line(lineset, end: int) -> int:
@@ -68,7 +116,7 @@ def pairs(files: list[Path], least: int = 6) -> list[tuple[int, str, str]]:
     sym = Symilar(min_lines=least - 1, ignore_comments=True, ignore_docstrings=True)
     for f in files:
         text = f.read_text(encoding="utf-8")
-        sym.append_stream(name(f), io.StringIO(blanked(text) if f.suffix == ".py" else text))
+        sym.append_stream(name(f), io.StringIO(folded(blanked(text) if f.suffix == ".py" else text)))
     found = set()
     # Its public run() only prints, and keeps one pair of a run found in three places.
     for c in sym._iter_sims():
@@ -83,11 +131,32 @@ def name(f: Path) -> str:
     return str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f)
 
 
+def known_pairs(path: Path) -> Counter:
+    """(file, file) -> pairs allowed, from lines `COUNT FILE FILE  # why`."""
+    allowed = Counter()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 3 or not fields[0].isdigit():
+            raise SystemExit(f"duplicates: error: {path}:{number}: expected COUNT FILE FILE, got {line!r}")
+        allowed[tuple(sorted(fields[1:]))] = int(fields[0])
+    return allowed
+
+
+def beyond_known(found: list[tuple[int, str, str]], allowed: Counter) -> list[str]:
+    """What differs from the known pairs: file pairs with more pairs than allowed, or with fewer."""
+    seen = Counter(tuple(sorted(loc.rsplit(":", 1)[0] for loc in locs)) for _, *locs in found)
+    return [f"{a} = {b}: {seen[a, b]} pairs, {allowed[a, b]} known" for a, b in sorted(seen | allowed)
+            if seen[a, b] != allowed[a, b]]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="duplicates", description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help=f"files or folders (default: {' '.join(DEFAULT)}, from the repository root)")
     ap.add_argument("--min", type=int, default=6, dest="least", help="shortest run reported, in lines (default 6)")
     ap.add_argument("--report", action="store_true", help="list the pairs and exit 0")
+    ap.add_argument("--known", type=Path, help="allow the pairs this file counts per pair of files (COUNT FILE FILE)")
     args = ap.parse_args(argv)
     found = pairs(sources(args.paths or [str(ROOT / p) for p in DEFAULT]), args.least)
     for n, a, b in found:
@@ -95,7 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     per_file = Counter(f for _, *locs in found for f in {loc.rsplit(":", 1)[0] for loc in locs})
     for f, k in per_file.most_common():
         print(f"  {f}: {k} pair{'s' * (k != 1)}")
-    print(f"{len(found)} pair{'s' * (len(found) != 1)} of {args.least} or more identical lines")
+    print(f"{len(found)} pair{'s' * (len(found) != 1)} of {args.least} or more lines of the same shape")
+    if args.known:
+        problems = beyond_known(found, known_pairs(args.known))
+        for problem in problems:
+            print(f"not as {args.known.name} says: {problem}")
+        return 1 if problems and not args.report else 0
     return 1 if found and not args.report else 0
 
 
