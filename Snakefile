@@ -102,3 +102,14 @@ rule all:
         EXP.layout.path("comparison"),
         EXP.layout.path("figure_captions"),
         [] if CFG["part"] else [EXP.layout.path("table", table="resources"), EXP.layout.path("seed_index")],
+
+
+# Every table and figure of a paper, by its name (`snakemake --cores all radboud`); after `all`, the first rule
+# of this file, which a run without targets makes.
+for plugin in EXP.plugins.values():
+
+    rule:
+        name:
+            plugin.name
+        input:
+            plugin.outputs(),

@@ -1,6 +1,7 @@
 """Loss-curve figures of a paper's fine-tuned checkpoints, for the papers that draw them (Radboud, NTNU): each curve a
-checkpoint's held-out loss against its label prior (`tables figure curves`). A mixin beside Plugin: its rules call
-`curve_args` and `curve_caption` on the figures its `curves` names."""
+checkpoint's held-out loss against its label prior (`tables figure curves`). A mixin beside Plugin: the suite's one
+curve rule (workflow/rules/tables.smk) calls `curve_args` and `curve_caption` on the figures its `curves` names, and
+puts them in the report under the plugin's class name."""
 
 from __future__ import annotations
 

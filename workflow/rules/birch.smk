@@ -155,12 +155,8 @@ rule birch_main_table:
         spec=PATH("table_spec", table="birch_main"),
         fusion=BIRCH.fusion_params(),
     output:
-        md=PATH("table", table="birch_main"),
-        csv=PATH("table_stem", table="birch_main") + ".csv",
-        html=table_report(PATH("table_stem", table="birch_main") + ".html", "Birch"),
-        tex=PATH("table_stem", table="birch_main") + ".tex",
+        **table_files("birch_main", "Birch"),
         figure=figure_report(PATH("figure", figure="birch_main_per_query_ap"), "Birch"),
-        numbers=PATH("numbers", table="birch_main"),
         folds=[PATH("folds", collection=s) for s in BIRCH.target_slugs],
         curves=[figure_report(curve, "Birch") for curve in BIRCH.copied_curves()],
         fusion=directory(PATH("fusion")),  # the chosen a, w per fold, copied beside the table

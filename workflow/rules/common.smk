@@ -52,6 +52,15 @@ def table_report(path, category):
     return report(path, caption="../report/table.rst", category=category)
 
 
+def table_files(table, category, formats=("csv", "html", "tex")):
+    """A table's files, as its rule's named outputs: the Markdown, each of `formats` (the HTML in the report) and
+    its numbers."""
+    stem = PATH("table_stem", table=table)
+    files = {"md": PATH("table", table=table)}
+    files |= {f: table_report(f"{stem}.html", category) if f == "html" else f"{stem}.{f}" for f in formats}
+    return files | {"numbers": PATH("numbers", table=table)}
+
+
 def figure_report(path, category):
     """A figure in `snakemake --report`, captioned by its rule's params.figure_caption."""
     return report(path, caption="../report/figure.rst", category=category)

@@ -18,12 +18,6 @@ wildcard_constraints:
     r="[0-9]+",
 
 
-rule ntnu:
-    """Every table and figure of the NTNU thesis."""
-    input:
-        NTNU.outputs(),
-
-
 rule segment_ntnu:
     """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
     input:
@@ -149,11 +143,7 @@ for nt_table, nt_spec in NT["tables"].items():
             sources=SOURCE_NUMBERS,
             spec=PATH("table_spec", table=nt_table),
         output:
-            md=PATH("table", table=nt_table),
-            csv=PATH("table_stem", table=nt_table) + ".csv",
-            html=table_report(PATH("table_stem", table=nt_table) + ".html", "NTNU"),
-            tex=PATH("table_stem", table=nt_table) + ".tex",
-            numbers=PATH("numbers", table=nt_table),
+            **table_files(nt_table, "NTNU"),
         log:
             PATH("log", stage="tables", name=nt_table),
         benchmark:
@@ -219,25 +209,3 @@ if NT["sweep_figure"]:
         shell:
             "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
             " --out {output.figure} --numbers {output.numbers} > {log}"
-
-
-for nt_figure in NTNU.curves():
-
-    rule:
-        name:
-            f"figure_{nt_figure}"
-        input:
-            [PATH("checkpoint_meta", checkpoint=c) for _, c in NTNU.curves()[nt_figure]],
-        output:
-            figure_report(PATH("figure", figure=nt_figure), "NTNU"),
-        log:
-            PATH("log", stage="figures", name=nt_figure),
-        benchmark:
-            PATH("benchmark", stage="figures", name=nt_figure)
-        conda:
-            ENV
-        params:
-            args=NTNU.curve_args(nt_figure),
-            figure_caption=NTNU.curve_caption(nt_figure),
-        shell:
-            "python -m reranker tables figure {params.args} --out {output} > {log}"

@@ -19,12 +19,6 @@ wildcard_constraints:
     point="[0-9]+",
 
 
-rule radboud:
-    """Every table of the Radboud thesis."""
-    input:
-        RADBOUD.outputs(),
-
-
 rule segment_documents:
     """The first stage's top candidates as whole documents (title + text), one unit each."""
     input:
@@ -213,11 +207,7 @@ for rb_table in RADBOUD.ranking_tables():
             sources=SOURCE_NUMBERS,
             spec=PATH("table_spec", table=rb_table),
         output:
-            md=PATH("table", table=rb_table),
-            csv=PATH("table_stem", table=rb_table) + ".csv",
-            html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
-            tex=PATH("table_stem", table=rb_table) + ".tex",
-            numbers=PATH("numbers", table=rb_table),
+            **table_files(rb_table, "Radboud"),
         log:
             PATH("log", stage="tables", name=rb_table),
         benchmark:
@@ -249,11 +239,7 @@ for rb_table in RADBOUD.pretraining_tables():
             sources=SOURCE_NUMBERS,
             spec=PATH("table_spec", table=rb_table),
         output:
-            md=PATH("table", table=rb_table),
-            csv=PATH("table_stem", table=rb_table) + ".csv",
-            html=table_report(PATH("table_stem", table=rb_table) + ".html", "Radboud"),
-            tex=PATH("table_stem", table=rb_table) + ".tex",
-            numbers=PATH("numbers", table=rb_table),
+            **table_files(rb_table, "Radboud"),
         log:
             PATH("log", stage="tables", name=rb_table),
         benchmark:
@@ -268,25 +254,3 @@ for rb_table in RADBOUD.pretraining_tables():
             "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
             " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
             " --sources {input.sources} > {log}"
-
-
-for rb_figure in RADBOUD.curves():
-
-    rule:
-        name:
-            f"figure_{rb_figure}"
-        input:
-            [PATH("checkpoint_meta", checkpoint=c) for _, c in RADBOUD.curves()[rb_figure]],
-        output:
-            figure_report(PATH("figure", figure=rb_figure), "Radboud"),
-        log:
-            PATH("log", stage="figures", name=rb_figure),
-        benchmark:
-            PATH("benchmark", stage="figures", name=rb_figure)
-        conda:
-            ENV
-        params:
-            args=RADBOUD.curve_args(rb_figure),
-            figure_caption=RADBOUD.curve_caption(rb_figure),
-        shell:
-            "python -m reranker tables figure {params.args} --out {output} > {log}"

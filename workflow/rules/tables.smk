@@ -1,6 +1,7 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
 from snakemake.io import is_flagged
 
+from reranker.experiments.curves import LossCurves
 from reranker.formats import captions
 from reranker.formats.table_spec import write_spec
 from reranker.reproduction import reference
@@ -21,18 +22,44 @@ REPRODUCTION = [PATH("run_reproduction", pair=pair) for pair in CFG["reproductio
 TARGETS = EXP.part_targets(TABLES + REPRODUCTION) if CFG["part"] else TABLES
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
 TABLE_SPECS = EXP.specs
+# Every paper's loss-curve figures (reranker/experiments/curves.py), one rule each, in the report under its class name.
+for curve_plugin in [plugin for plugin in EXP.plugins.values() if isinstance(plugin, LossCurves)]:
+    for curve_figure, curves in curve_plugin.curves().items():
+
+        rule:
+            name:
+                f"figure_{curve_figure}"
+            input:
+                [PATH("checkpoint_meta", checkpoint=c) for _, c in curves],
+            output:
+                figure_report(PATH("figure", figure=curve_figure), type(curve_plugin).__name__),
+            log:
+                PATH("log", stage="figures", name=curve_figure),
+            benchmark:
+                PATH("benchmark", stage="figures", name=curve_figure)
+            conda:
+                ENV
+            params:
+                args=curve_plugin.curve_args(curve_figure),
+                figure_caption=curve_plugin.curve_caption(curve_figure),
+            shell:
+                "python -m reranker tables figure {params.args} --out {output} > {log}"
+
+
 # The rules that draw figures: those whose params caption them (the report's caption, figure_report).
 FIGURE_RULES = [rule_ for rule_ in workflow.rules if "figure_caption" in rule_.params.keys()]
 # Every file they draw (each figure, and the points of one a claim reads): read by the seed index.
 FIGURE_FILES = sorted({str(f) for rule_ in FIGURE_RULES for f in rule_.output})
 # Every figure's caption, from the rule that draws it: stored beside the figures, since the report is rebuilt by
-# every run and not kept (reranker/formats/captions.py).
-FIGURE_CAPTIONS = {
-    os.path.basename(str(figure)): rule_.params.figure_caption
-    for rule_ in FIGURE_RULES
-    for figure in rule_.output
-    if is_flagged(figure, "report") and str(figure).endswith(".png")
-}
+# every run and not kept (reranker/formats/captions.py). By file name, whatever order the rules are written in.
+FIGURE_CAPTIONS = dict(
+    sorted(
+        (os.path.basename(str(figure)), rule_.params.figure_caption)
+        for rule_ in FIGURE_RULES
+        for figure in rule_.output
+        if is_flagged(figure, "report") and str(figure).endswith(".png")
+    )
+)
 # The seed index's own figure (rule seed_index, below: it reads every figure above, so it is not one of FIGURE_RULES).
 FOREST = PATH("figure", figure="verdicts_forest")  # reranker.report.forest.FIGURE: the name the README gives it
 FOREST_CAPTION = (
@@ -84,10 +111,7 @@ rule baselines_table:
         sources=SOURCE_NUMBERS,
         spec=PATH("table_spec", table="baselines"),
     output:
-        md=PATH("table", table="baselines"),
-        csv=PATH("table_stem", table="baselines") + ".csv",
-        html=table_report(PATH("table_stem", table="baselines") + ".html", "Collections"),
-        numbers=PATH("numbers", table="baselines"),
+        **table_files("baselines", "Collections", formats=("csv", "html")),
     log:
         PATH("log", stage="tables", name="baselines"),
     benchmark:
@@ -112,10 +136,7 @@ rule dataset_stats_table:
         spec_files("dataset_stats"),
         spec=PATH("table_spec", table="dataset_stats"),
     output:
-        md=PATH("table", table="dataset_stats"),
-        csv=PATH("table_stem", table="dataset_stats") + ".csv",
-        html=table_report(PATH("table_stem", table="dataset_stats") + ".html", "Collections"),
-        numbers=PATH("numbers", table="dataset_stats"),
+        **table_files("dataset_stats", "Collections", formats=("csv", "html")),
     log:
         PATH("log", stage="tables", name="dataset_stats"),
     benchmark:
@@ -164,10 +185,7 @@ rule resources_table:
         PATH("figure_captions"),
         [page for plugin in EXP.plugins.values() for page in plugin.pages()],  # their jobs are counted too
     output:
-        md=PATH("table", table="resources"),
-        csv=PATH("table_stem", table="resources") + ".csv",
-        html=table_report(PATH("table_stem", table="resources") + ".html", "Resources"),
-        numbers=PATH("numbers", table="resources"),
+        **table_files("resources", "Resources", formats=("csv", "html")),
     log:
         PATH("log", stage="tables", name="resources"),
     benchmark:
