@@ -10,6 +10,7 @@ import yaml
 
 from reranker.core.config import write_resolved
 from reranker.experiments import load_config
+from reranker.formats.layout import PUBLISHED
 from reranker.reproduction import reference
 from reranker.stages import compare
 
@@ -99,6 +100,21 @@ def test_promoting_a_partial_run_keeps_what_it_did_not_make_unless_pruned(tmp_pa
     assert f"kept, not made by this run: {other}" in capsys.readouterr().out
     assert compare.main(["--config", str(path), "--promote", "--prune"]) == 0
     assert not other.exists() and (tmp_path / "ref" / "tables" / "birch_main.md").exists()
+
+
+def test_a_papers_published_folder_is_promoted_through_the_resolved_configuration(tmp_path, capsys):
+    """Birch's fusion/ is its plugin's `published`, carried by the resolved file (the stage never loads a plugin);
+    its evidence/ page is not published, and the suite's own layout names no paper's folder."""
+    path = setup(tmp_path, 0.35, 0.25)
+    assert "fusion" in yaml.safe_load(path.read_text())["published"]
+    for folder in ("fusion/cranfield", "evidence"):
+        (tmp_path / "run" / folder).mkdir(parents=True)
+    (tmp_path / "run" / "fusion" / "cranfield" / "birch.x.1S.json").write_text("{}\n")
+    (tmp_path / "run" / "evidence" / "birch_moves.html").write_text("<html></html>")
+    assert compare.main(["--config", str(path), "--promote"]) == 0
+    assert (tmp_path / "ref" / "fusion" / "cranfield" / "birch.x.1S.json").read_text() == "{}\n"
+    assert not (tmp_path / "ref" / "evidence").exists()
+    assert "fusion" not in PUBLISHED
 
 
 def test_promoting_the_reference_onto_itself_is_refused_in_one_line(tmp_path, capsys):

@@ -94,6 +94,7 @@ class Section:
     plugin class (reranker.experiments.base.Plugin) has the same attributes and its own hooks."""
 
     named_rows: NamedRows | None = None
+    published: tuple[str, ...] = ()  # its folders of a run folder that promote copies beside the tables
 
     def __init__(self, name: str, section_schema: Mapping):
         self.name, self.section_schema = name, section_schema
@@ -360,8 +361,10 @@ def resolve(config: Mapping, sections: Iterable | None = None, expand: bool = Tr
     for section in sections:
         resolved["checkpoints"] = {**resolved["checkpoints"], **section.generate(resolved)}
     studies = [study for s in sections if (study := s.study(resolved)) is not None]
-    if studies and "resolved_from" not in config:  # a resolved file's are its plugins'; in the sections' order
-        resolved["studies"] = studies
+    if "resolved_from" not in config:  # a resolved file's are its plugins'; in the sections' order
+        if studies:
+            resolved["studies"] = studies
+        resolved["published"] = list(dict.fromkeys(folder for s in sections for folder in s.published))
     validate(resolved, sections)
     if not expand:
         return resolved

@@ -143,6 +143,11 @@ def compare(config: Mapping) -> dict:
     return {**config["compare"], "reference": config["reference"], "part": config.get("part")}
 
 
+def promote(config: Mapping) -> dict:
+    """The reference, and the papers' folders published beside the suite's (their plugins' `published`)."""
+    return {"reference": config["reference"], "folders": list(config.get("published") or [])}
+
+
 def reproduction(config: Mapping, pair: str) -> dict:
     """A run-level reproduction pair (`reproduction:`), its measures filled (the collection's where it names none);
     the runs it names are the rule's inputs, no setting."""

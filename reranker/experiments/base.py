@@ -44,6 +44,9 @@ class Plugin:
     # Its files in a run folder: layout name -> pattern under the run folder (reranker.formats.layout), added to
     # the suite's; a name or pattern the suite (or another plugin) has already is refused.
     paths: ClassVar[dict[str, str]] = {}
+    # Those of its folders (top-level patterns of `paths`) that a promote copies into the reference, beside the
+    # suite's tables, numbers and figures: the resolved configuration's `published` carries them to the stage.
+    published: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, name: str, about: str | None = None, rules: str | None = None,
                           wall_clock_part: str | None = None, checkpoint_prefix: str | None = None, **kwargs):

@@ -22,6 +22,7 @@ class Birch(Plugin, name="birch"):
         "fusion": "fusion",  # published: the chosen a, w per fold, beside the main table
         "evidence_moves": "evidence/birch_moves.html",  # shown in the report; neither compared nor promoted
     }
+    published = ("fusion",)
 
     @classmethod
     def enabled(cls, config: Mapping) -> bool:

@@ -53,7 +53,8 @@ PATTERNS = {
     "part_run": "parts/{part}/run.json",
 }
 # What `compare` checks and `promote` copies: the published part of a run.
-PUBLISHED = ("tables", "numbers", "figures", "folds", "fusion", "parts")  # parts/<name>/: a part's wall clock and resources
+# A paper's own published folders are its plugin's `published`, which the promote adds (core.settings.promote).
+PUBLISHED = ("tables", "numbers", "figures", "folds", "parts")  # parts/<name>/: a part's wall clock and resources
 PUBLISHED_FILES = ("README.md",)  # the seed index, where made: promoted, never compared (report.html is neither)
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from reranker.formats.atomic import file_lock, write_json
@@ -94,11 +95,11 @@ def _files_under(folder: Path) -> set[Path]:
     return {path.relative_to(folder) for path in folder.rglob("*") if path.is_file()} if folder.is_dir() else set()
 
 
-def plan(run_dir: Path, reference: Path) -> tuple[list[Path], list[Path]]:
+def plan(run_dir: Path, reference: Path, folders: Sequence[str] = ()) -> tuple[list[Path], list[Path]]:
     """(files the run made; stored files it did not make), relative to either folder: a partial run's promote
-    keeps the latter unless pruned."""
+    keeps the latter unless pruned. `folders`: the papers' published folders, beside the suite's."""
     made, not_made = [], []
-    for name in PUBLISHED:
+    for name in dict.fromkeys((*PUBLISHED, *folders)):
         ours = _files_under(run_dir / name)
         made += [Path(name) / relative for relative in sorted(ours)]
         not_made += [Path(name) / relative for relative in sorted(_files_under(reference / name) - ours)]
@@ -106,11 +107,13 @@ def plan(run_dir: Path, reference: Path) -> tuple[list[Path], list[Path]]:
     return made, not_made
 
 
-def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[int | None, list[Path], list[Path]]:
+def promote(run_dir: Path, reference: Path, prune: bool = False,
+            folders: Sequence[str] = ()) -> tuple[int | None, list[Path], list[Path]]:
     """Copy a run's published files over the reference, all or none (the module's docstring), after finishing an
     interrupted promote. A stored file that the run did not make (a part not rerun, or a table since removed) is
     kept; `prune` deletes it. Returns (the files the interrupted promote still moved or deleted, or None where
-    there was none; the reference's files replaced; those kept or pruned)."""
+    there was none; the reference's files replaced; those kept or pruned). `folders`: the papers' published
+    folders (core.settings.promote), beside the suite's."""
     if run_dir.resolve() == reference.resolve():
         raise InputError(f"{run_dir}: the run folder is the reference itself, so there is nothing to promote; "
                          "give the run a run_dir of its own in the configuration")
@@ -118,12 +121,13 @@ def promote(run_dir: Path, reference: Path, prune: bool = False) -> tuple[int | 
         if not held:
             raise InputError(f"{reference}: another promote into it is running (it holds {reference / LOCK}); "
                              "let it end, then compare, or promote again")
-        return _promote(run_dir, reference, prune)
+        return _promote(run_dir, reference, prune, folders)
 
 
-def _promote(run_dir: Path, reference: Path, prune: bool) -> tuple[int | None, list[Path], list[Path]]:
+def _promote(run_dir: Path, reference: Path, prune: bool,
+             folders: Sequence[str]) -> tuple[int | None, list[Path], list[Path]]:
     finished = finish(reference)
-    made, not_made = plan(run_dir, reference)
+    made, not_made = plan(run_dir, reference, folders)
     staging = staging_dir(reference)
     shutil.rmtree(staging, ignore_errors=True)
     for relative in made:

@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="the run's resolved configuration (its run_dir, reference and compare:)")
     parser.add_argument("--out", help="also write the report here (Markdown)")
     parser.add_argument("--promote", action="store_true",
-                        help="copy the run's tables, numbers, figures, folds and fusion over the reference: staged beside it, then "
+                        help="copy the run's tables, numbers, figures, folds, parts and the papers' published folders (Birch's "
+                             "fusion/) over the reference: staged beside it, then "
                              "renamed into place; an interrupted promote is finished first (reranker.reproduction.promote)")
     parser.add_argument("--prune", action="store_true",
                         help="with --promote: also delete stored files that the run did not make (kept by default, "
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (run_dir / "numbers").is_dir():
         raise InputError(f"{run_dir}/numbers does not exist; run the workflow first")
     if args.promote:
-        finished, copied, not_made = promote(run_dir, reference, prune=args.prune)
+        finished, copied, not_made = promote(run_dir, reference, prune=args.prune,
+                                             folders=stage_settings.promote(config)["folders"])
         if finished is not None:
             print(f"finished an interrupted promote into {reference} first: {finished} files moved or deleted")
         print(f"promoted {len(copied)} files from {run_dir} to {reference}")
