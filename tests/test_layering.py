@@ -122,6 +122,25 @@ def test_the_checks_see_imports_inside_functions_and_cycles():
         tuple(graphlib.TopologicalSorter(cyclic).static_order())
 
 
+def argparse_imports(source: str) -> list[int]:
+    """The line of each `import argparse` and `from argparse import ...` (at the top or inside a function)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "argparse" for alias in node.names)
+                  or isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse" and node.level == 0)
+
+
+def test_no_report_module_imports_argparse():
+    """The report's functions are typed; the command line (its parsers, its Namespace) is the tables stage's."""
+    found = {name: lines for name, path in MODULES.items() if folder(name) == "report"
+             for lines in [argparse_imports(path.read_text())] if lines}
+    assert not found, f"report modules importing argparse (lines): {found}"
+
+
+def test_the_argparse_check_sees_every_form_of_the_import():
+    source = "import argparse\nfrom argparse import Namespace\nimport os, argparse as ap\ndef f():\n    import argparse\nimport json\n"
+    assert argparse_imports(source) == [1, 2, 3, 5]
+
+
 # No paper's section is read in the core: what is a paper's comes from its plugin (reranker/experiments/), whose
 # rules name its section. Checked: the library below the plugins, the DAG's logic, the Snakefile and the shared rules.
 PAPERS = ("birch", "radboud", "ntnu", "fake_paper", "gated_paper")

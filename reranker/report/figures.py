@@ -1,4 +1,5 @@
-"""Figures from saved runs, checkpoints and evaluations (`python -m reranker tables figure ...`).
+"""Figures from saved runs, checkpoints and evaluations (`python -m reranker tables figure ...`: `draw_ranks`,
+`draw_curves`, `draw_sweep`).
 
 - `ranks`: where each query's first relevant document lands in a run's top R: what MRR@10 and R@10 compress.
 - `curves`: training and held-out loss against step per checkpoint, with the label prior the loss must beat.
@@ -11,7 +12,6 @@ Each can store its numbers with provenance (`--numbers`), as the tables do.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -33,58 +33,45 @@ EMA_ALPHA = 0.05
 DPI = 130
 
 
-def add_figure_parsers(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """`tables figure ranks|curves|sweep`, beside `tables results`; the `figure` parser."""
-    figure = sub.add_parser("figure", help="figures from runs, checkpoints or evaluations (ranks, curves, sweep)")
-    kinds = figure.add_subparsers(dest="figure", required=True)
-    ranks = kinds.add_parser("ranks", help="rank of each query's first relevant document in the top R, per run")
-    ranks.add_argument("--run", action="append", required=True, metavar="LABEL:RUN_FILE", help="a TREC run (repeatable)")
-    ranks.add_argument("--qrels", required=True)
-    ranks.add_argument("--depth", type=int, required=True, metavar="R", help="ranks 1..R, then 'not in top R'")
-    ranks.add_argument("--relevant-min-grade", type=int, default=1, help="the lowest grade that counts as relevant")
-    curves = kinds.add_parser("curves", help="training and held-out loss against step, per checkpoint")
-    curves.add_argument("--checkpoint", action="append", required=True, metavar="LABEL:CHECKPOINT_DIR",
-                        help="a trained checkpoint directory with train_log.jsonl and validation_log.jsonl (repeatable)")
-    curves.add_argument("--what", choices=["both", "validation"], default="both",
-                        help="both: training loss (moving average) and held-out loss; validation: held-out loss only")
-    sweep = kinds.add_parser("sweep", help="measures against a swept number (e.g. candidates R), one line per system")
-    sweep.add_argument("--eval", action="append", default=[], metavar="X:LABEL:EVAL.json",
-                       help="a saved evaluation at x-axis value X for line LABEL (repeatable)")
-    sweep.add_argument("--spec", metavar="FILE", help="the points as `sweep` records (reranker.formats.table_spec), "
-                                                      "as rules give them: instead of --eval")
-    sweep.add_argument("--measures", nargs="+", required=True, help="one panel each (e.g. RR@10 R@10)")
-    sweep.add_argument("--xlabel", default="R")
-    sweep.add_argument("--logx", action="store_true", help="a logarithmic x axis (e.g. R = 10, 100, 1000)")
-    for command in (ranks, curves, sweep):
-        command.add_argument("--out", required=True, help="the figure (PNG; the suffix picks the format)")
-        command.add_argument("--numbers", help="also store the figure's numbers with their provenance (JSON)")
-        command.add_argument("--title", default="")
-        command.add_argument("--command", default="", help="the command that produced the figure, for provenance")
-    return figure
-
-
-def run_figure(args: argparse.Namespace) -> list[Path]:
-    """Check every input, draw the figure, store its numbers; the paths written."""
-    if args.figure == "ranks":
-        numbers, inputs = ranks_numbers(args.run, args.qrels, args.depth, args.relevant_min_grade)
-        ranks_figure(numbers, args.out, args.title)
-    elif args.figure == "curves":
-        numbers, logs, inputs = curves_numbers(args.checkpoint, args.what)
-        curves_figure(logs, args.out, args.what, args.title)
-    else:
-        spec_or_options(args.spec, ["--eval"] if args.eval else [], "--eval", "points", "tables figure sweep")
-        points = (sweep_points(args.spec) if args.spec
-                  else [(*parse_sweep_spec(spec), f"--eval {spec!r}") for spec in args.eval])
-        numbers, inputs, per_query = sweep_numbers(points, args.measures)
-        sweep_figure(numbers, args.measures, args.out, args.xlabel, args.title, args.logx)
-    written = [Path(args.out)]
-    if args.numbers:
-        document = {"figure": str(args.out), "provenance": provenance(args.command, sorted(set(inputs))), "numbers": numbers}
-        if args.figure == "sweep":  # per-query values beside the numbers: what a claim's paired test reads
+def stored(out: str | os.PathLike, numbers_path: str | None, command: str, numbers: Mapping, inputs: Sequence[str],
+           per_query: Mapping | None = None) -> list[Path]:
+    """The figure drawn at `out`, and with `numbers_path` its numbers stored there with their provenance (`per_query`
+    beside them: what a claim's paired test reads); the paths written."""
+    written = [Path(out)]
+    if numbers_path:
+        document = {"figure": str(out), "provenance": provenance(command, sorted(set(inputs))), "numbers": numbers}
+        if per_query is not None:
             document["per_query"] = per_query
-        write_json(args.numbers, document, indent=1, ensure_ascii=False)
-        written.append(Path(args.numbers))
+        write_json(numbers_path, document, indent=1, ensure_ascii=False)
+        written.append(Path(numbers_path))
     return written
+
+
+def draw_ranks(runs: Sequence[str], qrels: str, depth: int, *, out: str, min_grade: int = 1, numbers: str | None = None,
+               title: str = "", command: str = "") -> list[Path]:
+    """`figure ranks`: every input checked, the figure of `ranks_numbers` drawn, its numbers stored; the paths written."""
+    counted, inputs = ranks_numbers(runs, qrels, depth, min_grade)
+    ranks_figure(counted, out, title)
+    return stored(out, numbers, command, counted, inputs)
+
+
+def draw_curves(checkpoints: Sequence[str], *, out: str, what: str = "both", numbers: str | None = None, title: str = "",
+                command: str = "") -> list[Path]:
+    """`figure curves`: every checkpoint's logs checked, the figure drawn, its numbers stored; the paths written."""
+    found, logs, inputs = curves_numbers(checkpoints, what)
+    curves_figure(logs, out, what, title)
+    return stored(out, numbers, command, found, inputs)
+
+
+def draw_sweep(measures: Sequence[str], *, out: str, evals: Sequence[str] = (), spec: str | None = None, xlabel: str = "R",
+               logx: bool = False, numbers: str | None = None, title: str = "", command: str = "") -> list[Path]:
+    """`figure sweep`: the points of `spec` or of `evals` (`X:LABEL:EVAL.json`, never both) checked, the figure
+    drawn, its numbers and per-query values stored; the paths written."""
+    spec_or_options(spec, ["--eval"] if evals else [], "--eval", "points", "tables figure sweep")
+    points = sweep_points(spec) if spec else [(*parse_sweep_spec(item), f"--eval {item!r}") for item in evals]
+    found, inputs, per_query = sweep_numbers(points, measures)
+    sweep_figure(found, measures, out, xlabel, title, logx)
+    return stored(out, numbers, command, found, inputs, per_query)
 
 
 # ranks

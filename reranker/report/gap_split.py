@@ -23,7 +23,6 @@ the note; tests/test_split.py checks that the stored note holds what the stored 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from reranker import measures as measure_registry
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.errors import FormatError, InputError
+from reranker.formats.errors import FormatError
 from reranker.formats.source_numbers import SourceTable, read_source_numbers
 
 ROLES = ("first_stage", "reranker", "their_first_stage", "on_theirs")
@@ -156,60 +155,42 @@ def into(note: str, generated: str, note_path: str | os.PathLike) -> str:
     return note[:start] + generated + note[end + len(END):]
 
 
-def run_split(args: argparse.Namespace) -> int:
+def rewrite_note(stored: str, note: str) -> str:
+    """`tables split --stored --into`: the stored split's text written between the markers of the note; its path."""
+    found = _read_json(stored)
+    if not isinstance(found, dict) or not isinstance(found.get("text"), str):
+        raise FormatError(stored, None, "no `text`: expected a split written by `tables split --out`")
+    write_text(note, into(Path(note).read_text(encoding="utf-8"), block(found, stored, note), note))
+    return note
+
+
+def write_split(numbers: str, rows: Mapping[str, str], out: str, *, sources: str | None = None,
+                source_table: str | None = None, measures: Sequence[str] = (), command: str = "") -> str:
+    """`tables split --out`: the split of the results table `numbers` (its `rows` per role of ROLES; the source's
+    number from `sources`, table `source_table`, default the numbers file's stem) as JSON with its text and
+    provenance; its path."""
     from reranker.core.provenance import provenance
 
-    if args.stored:
-        if not args.into:
-            raise InputError("--stored needs --into: the Markdown note whose split it rewrites")
-        stored = _read_json(args.stored)
-        if not isinstance(stored, dict) or not isinstance(stored.get("text"), str):
-            raise FormatError(args.stored, None, "no `text`: expected a split written by `tables split --out`")
-        note = Path(args.into).read_text(encoding="utf-8")
-        write_text(args.into, into(note, block(stored, args.stored, args.into), args.into))
-        print(args.into)
-        return 0
-    missing = [f"--{role.replace('_', '-')}" for role in ROLES if not getattr(args, role)] + (["--numbers"] if not args.numbers else [])
-    if missing or not args.out:
-        raise InputError(f"tables split: {', '.join(missing + ([] if args.out else ['--out']))} needed (or --stored and --into)")
-    document = _read_json(args.numbers)
+    document = _read_json(numbers)
     if not isinstance(document, dict):
-        raise FormatError(args.numbers, None, "expected a results table's numbers (a JSON object: tables results --numbers)")
-    rows = {role: getattr(args, role) for role in ROLES}
-    table_id = args.source_table or Path(args.numbers).stem
-    source = read_source_numbers(args.sources).get(table_id) if args.sources else None
-    numbers, pvalues = split(document, args.numbers, rows, source, args.measures)
-    cell = source.beside_cell(rows["reranker"], next(iter(numbers)), next(iter(next(iter(numbers.values())))), list(numbers)) \
+        raise FormatError(numbers, None, "expected a results table's numbers (a JSON object: tables results --numbers)")
+    rows = {role: rows[role] for role in ROLES}
+    table_id = source_table or Path(numbers).stem
+    source = read_source_numbers(sources).get(table_id) if sources else None
+    parts, pvalues = split(document, numbers, rows, source, measures)
+    cell = source.beside_cell(rows["reranker"], next(iter(parts)), next(iter(next(iter(parts.values())))), list(parts)) \
         if source is not None else None
     setting = (cell.at if cell is not None and cell.at else source.at if source is not None else None)
-    inputs = [args.numbers] + ([args.sources] if args.sources else [])
-    record = provenance(args.command, inputs)
+    record = provenance(command, [numbers] + ([sources] if sources else []))
     made = document.get("provenance") or {}
     for key in ("models", "checkpoints"):  # the split's models are the table's rows': their fingerprints come along
         picked = {row: made[key][row] for row in rows.values() if row in (made.get(key) or {})}
         if picked:
             record[key] = picked
-    write_json(args.out, {
+    write_json(out, {
         "caption": f"The gap between the source's reranker and ours split into first stage and reranker, from {table_id}",
         "rows": rows, "source": None if source is None else {"work": source.work, "table": source.table, "at": setting},
-        "numbers": numbers, "significance": {"pvalues": pvalues, "test": "two-sided paired t-test, the table's own"},
-        "text": text(numbers, pvalues, rows, setting), "provenance": record},
+        "numbers": parts, "significance": {"pvalues": pvalues, "test": "two-sided paired t-test, the table's own"},
+        "text": text(parts, pvalues, rows, setting), "provenance": record},
         indent=1, sort_keys=True, ensure_ascii=False)
-    print(args.out)
-    return 0
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    split_parser = sub.add_parser("split", help="the gap to a source split into first stage and reranker (reranker.report.gap_split)")
-    split_parser.set_defaults(handler=run_split)
-    split_parser.add_argument("--numbers", help="a results table's numbers JSON (tables results --numbers)")
-    split_parser.add_argument("--sources", help="the sources' numbers (workflow/config/source_numbers.yaml)")
-    split_parser.add_argument("--source-table", help="the table's id in --sources (default: --numbers' name)")
-    for role, about in zip(ROLES, ("our first stage's row", "our reranker's row (on our first stage)",
-                                   "the row of the source's own first stage", "our reranker's row on the source's first stage")):
-        split_parser.add_argument(f"--{role.replace('_', '-')}", help=about)
-    split_parser.add_argument("--measures", nargs="+", default=[], help="the measures to split (default: the table's)")
-    split_parser.add_argument("--out", help="the split's JSON (numbers, text, provenance)")
-    split_parser.add_argument("--command", default="", help="the command that produced it, for provenance")
-    split_parser.add_argument("--stored", help="instead: a stored split JSON, whose text --into gets")
-    split_parser.add_argument("--into", help="with --stored: the Markdown note whose split (between its markers) is rewritten")
+    return out

@@ -3,15 +3,15 @@ or MRR (nsp) before and after pre-training, and its held-out loss (`write_pretra
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reranker.formats.table_spec import PRETRAINING_TABLE, Spec
+from reranker.report.outputs import Outputs, add_notes_and_source, write_outputs
 from reranker.report.results_table import checkpoints_record
-from reranker.report.table import Table, add_notes_and_source, write_outputs
+from reranker.report.table import Table
 
 
 def pretraining_table(checkpoints: Sequence[tuple[str, Mapping]], caption: str) -> Table:
@@ -28,14 +28,14 @@ def pretraining_table(checkpoints: Sequence[tuple[str, Mapping]], caption: str) 
     return table
 
 
-def write_pretraining(args: argparse.Namespace, cells: Spec) -> list[Path]:
+def write_pretraining(cells: Spec, outputs: Outputs, caption: str = "") -> list[Path]:
     """`tables pretraining`: the table of the spec's `checkpoints` records (label, reranker.json) and `note`s; the
     checkpoints' fingerprints in the numbers' provenance, as for fine-tuned ones (no notes); the paths written."""
     pretrained = [(record["label"], json.loads(Path(record["path"]).read_text())) for record in cells["checkpoints"]]
-    table = pretraining_table(pretrained, args.caption)
+    table = pretraining_table(pretrained, caption)
     inputs = [record["path"] for record in cells["checkpoints"]]
-    add_notes_and_source(table, args, cells.get("note", []), inputs)
+    add_notes_and_source(table, outputs, cells.get("note", []), inputs)
     trained: dict[str, list[Mapping]] = {}
     for label, meta in pretrained:
         trained.setdefault(label, []).append(meta)
-    return write_outputs(table, args, inputs, lambda: {"checkpoints": checkpoints_record(trained)} if trained else {})
+    return write_outputs(table, outputs, inputs, lambda: {"checkpoints": checkpoints_record(trained)} if trained else {})

@@ -5,18 +5,19 @@ models and checkpoints behind the rows. `write_results` makes the table's files 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from reranker.core.config import default
 from reranker.formats.evaluations import Evaluation, read_evaluation
 from reranker.formats.table_spec import Spec
 from reranker.report.figures import PER_QUERY_FIGURE_MEASURE, per_query_difference_figure
 from reranker.report.labels import TableError
 from reranker.report.notes import checkpoint_note, folds_note
-from reranker.report.table import SECOND_SIGNIFICANT, SIGNIFICANT, Table, Value, add_notes_and_source, write_outputs
+from reranker.report.outputs import Outputs, add_notes_and_source, write_outputs
+from reranker.report.table import SECOND_SIGNIFICANT, SIGNIFICANT, Table, Value
 from reranker.reproduction.significance import CORRECTIONS, paired_ttest
 
 
@@ -152,29 +153,34 @@ def check_figure_inputs(entries: Sequence[tuple[str, str, Evaluation]], baseline
                          f"{' and more' if len(lacking) > 3 else ''} lack: evaluate them with it, or leave out --figure")
 
 
-def write_results(args: argparse.Namespace, cells: Spec) -> list[Path]:
+def write_results(cells: Spec, outputs: Outputs, measures: Sequence[str], *, caption: str = "", row_header: str = "System",
+                  bold: bool = True, baseline_row: str | None = None, second_row: str | None = None, alpha: float | None = None,
+                  correction: str = "none", figure: str | None = None, meta: Sequence[str] = (),
+                  machine_columns: Sequence[str] = ()) -> list[Path]:
     """`tables results`: the table of the spec's records (`eval`, `value`, `value_format`, `summary_row`,
-    `checkpoints`, `note`), its per-query figure (--figure), its files and its numbers; the paths written."""
+    `checkpoints`, `note`), its per-query figure (`figure`), its files and its numbers; the paths written.
+    `alpha`: the configuration schema's when not given; `meta`: score or checkpoint metas whose model fingerprints
+    go into the provenance; `machine_columns`: extra columns measured on this machine (never compared)."""
+    alpha = default("significance.alpha") if alpha is None else alpha
     values, value_formats, inputs = value_cells(cells["value"], cells["value_format"])  # before writing anything
     entries, read = read_entries(cells["eval"])
     inputs += read
-    if args.figure:
-        check_figure_inputs(entries, args.baseline_row)
-    table = results_table(entries, args.measures, caption=args.caption, row_header=args.row_header, bold=not args.no_bold,
-                          baseline_row=args.baseline_row, second_row=args.second_baseline_row, alpha=args.alpha,
-                          correction=args.correction)
+    if figure:
+        check_figure_inputs(entries, baseline_row)
+    table = results_table(entries, measures, caption=caption, row_header=row_header, bold=bold,
+                          baseline_row=baseline_row, second_row=second_row, alpha=alpha, correction=correction)
     for record in cells["summary_row"]:
         table.add_summary(record["label"], record["rows"])
     for row, column, value in values:
         table.add_value(row, column, value)
     table.extra_formats.update(value_formats)
-    if args.baseline_row:
-        table.notes.append(significance_note(args.baseline_row, args.second_baseline_row, args.alpha, args.correction))
-    if args.figure:
-        chosen = per_query_difference_figure(entries, args.baseline_row, args.figure)
+    if baseline_row:
+        table.notes.append(significance_note(baseline_row, second_row, alpha, correction))
+    if figure:
+        chosen = per_query_difference_figure(entries, baseline_row, figure)
         table.notes.append(f"Per-query AP differences of the best rows ({', '.join(f'{g}: {r}' for g, r in chosen.items())}): "
-                           f"{Path(args.figure).name}.")
-    add_notes_and_source(table, args, cells.get("note", []), inputs)
+                           f"{Path(figure).name}.")
+    add_notes_and_source(table, outputs, cells.get("note", []), inputs)
     trained: dict[str, list[dict]] = {}
     for record in cells["checkpoints"]:
         trained.setdefault(record["label"], []).append(json.loads(Path(record["path"]).read_text()))
@@ -183,9 +189,9 @@ def write_results(args: argparse.Namespace, cells: Spec) -> list[Path]:
         table.notes.append(checkpoint_note(label, metas[0]) if len(metas) == 1 else folds_note(label, metas))
 
     def extra() -> dict:  # the metas are read only when the numbers are written
-        record = {"models": models_record(args.meta)} if args.meta else {}
+        record = {"models": models_record(meta)} if meta else {}
         if trained:
             record["checkpoints"] = checkpoints_record(trained)
         return record
 
-    return write_outputs(table, args, inputs, extra, args.machine_column)
+    return write_outputs(table, outputs, inputs, extra, machine_columns)

@@ -3,12 +3,12 @@
 The wall clock of a run from its Snakemake logs (`tables wallclock`): one log, a run resumed in stretches
 (their pauses left out), or one part of it (the union of its jobs' spans); and the resources table of a run
 folder (`tables resources`): every job's `benchmark:`, the train and score stages' metas, the machine. Both
-are reached through `python -m reranker tables`; `python -m reranker.workflow.finish` runs them at the end of `make run`.
+are reached through `python -m reranker tables` (`record_wall_clock`, `write_resources`);
+reranker.workflow.finish calls them at the end of `make run`.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
@@ -22,7 +22,8 @@ from reranker.core.provenance import provenance
 from reranker.formats.atomic import write_json
 from reranker.formats.benchmarks import busy_seconds, read_benchmarks, union_seconds
 from reranker.report.labels import TableError
-from reranker.report.table import Table, add_output_arguments, write_outputs
+from reranker.report.outputs import Outputs, write_outputs
+from reranker.report.table import Table
 
 # A job's timestamp line in a Snakemake log, without its line end (callers add `$` or `\n`), and how to
 # read it (local time, as Snakemake writes it).
@@ -156,69 +157,31 @@ def part_wall_clock(logs: Sequence[str | os.PathLike], match: str) -> dict:
             "jobs": len(spans), "jobs_by_rule": dict(sorted(rules.items())), "snakemake_logs": [Path(log).name for log in logs]}
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """`tables wallclock` and `tables resources`, each running its function (`args.handler`)."""
-    parser = sub.add_parser("wallclock", help="the wall clock of a finished Snakemake run, from its logs",
-                            description="the wall clock of a finished Snakemake run, from its log")
-    parser.set_defaults(handler=record_wall_clock)
-    parser.add_argument("--log", required=True, action="append",
-                        help=".snakemake/log/*.snakemake.log of the run; one per stretch of a resumed run (runs/<profile>/logs/)")
-    parser.add_argument("--part", metavar="REGEX",
-                        help="time only the jobs whose rule, outputs or wildcards match this regular expression "
-                             "(e.g. 'radboud|segment_documents'), over every --log")
-    parser.add_argument("--out", required=True, help="JSON to write (kept as it is when the run did no job)")
-    parser.add_argument("--command", default="", help="the command that was timed")
-    parser = sub.add_parser("resources", help="what every stage of a run cost, from Snakemake's benchmarks",
-                            description="time, memory, pairs/s and GPU use per stage and collection of one run")
-    parser.set_defaults(handler=write_resources)
-    parser.add_argument("--run-dir", required=True, help="the run folder: its benchmarks/ and work/ are read")
-    parser.add_argument("--wall-clock", help="numbers/run.json of the finished run (`tables wallclock`): compared with the jobs' time")
-    parser.add_argument("--caption", default="What every stage cost")
-    parser.add_argument("--checkpoint-groups", nargs="*", default=[], metavar="PREFIX",
-                        help="one row for all train jobs of checkpoints named PREFIX... (a paper's per-fold ones)")
-    add_output_arguments(parser)
-
-
-def parsed(command: str, argv: list[str]) -> argparse.Namespace:
-    """`argv` of `tables COMMAND` (wallclock, resources) parsed as the tables stage parses it."""
-    parser = argparse.ArgumentParser(prog="python -m reranker tables")
-    add_parsers(parser.add_subparsers(dest="kind", required=True))
-    return parser.parse_args([command, *argv])
-
-
-def main_wall_clock(argv: list[str]) -> int:
-    """`tables wallclock` from Python (reranker.workflow.finish)."""
-    return record_wall_clock(parsed("wallclock", argv))
-
-
-def main_resources(argv: list[str]) -> int:
-    """`tables resources` from Python (reranker.workflow.finish)."""
-    return write_resources(parsed("resources", argv))
-
-
-def record_wall_clock(args: argparse.Namespace) -> int:
-    """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made."""
-    if args.part:
+def record_wall_clock(logs: Sequence[str], out: str, *, part: str | None = None, command: str = "") -> dict | None:
+    """Record a finished run's wall clock, with the machine it ran on, beside the numbers it made: from one
+    Snakemake log, a resumed run's `logs` (their stretches), or with `part` (a regular expression) one part of the
+    run; its timing, or None where there is none to record (no finished job: `out` is kept, as stderr says)."""
+    if part:
         try:
-            timing = part_wall_clock(args.log, args.part)
+            timing = part_wall_clock(logs, part)
         except TableError as err:  # e.g. a rerun with nothing to do: the timed run's record stays
-            print(f"{err}; {args.out} kept", file=sys.stderr)
-            return 0
-    elif len(args.log) > 1:
-        timing = run_wall_clock(args.log)  # a resumed run: its stretches, pauses left out
+            print(f"{err}; {out} kept", file=sys.stderr)
+            return None
+    elif len(logs) > 1:
+        timing = run_wall_clock(logs)  # a resumed run: its stretches, pauses left out
     else:
-        timing = wall_clock(args.log[0])
+        timing = wall_clock(logs[0])
         if timing is None:
-            print(f"{args.log[0]}: no finished job in this run; {args.out} kept", file=sys.stderr)
-            return 0
+            print(f"{logs[0]}: no finished job in this run; {out} kept", file=sys.stderr)
+            return None
     from reranker.core.hardware import machine
 
     found = machine()
-    record = provenance(args.command, extra={**timing, "machine": {
+    record = provenance(command, extra={**timing, "machine": {
         "cpu": found["cpu"], "cores": found["threads"], "bf16": found["cpu_bf16"], "gpu": found["gpu"]}})
-    write_json(args.out, record, indent=2)
-    print(f"{args.out}: {timing['jobs']} {args.part or ''} jobs in {timing['wall_clock_seconds'] / 60:.1f} min".replace("  ", " "))
-    return 0
+    write_json(out, record, indent=2)
+    print(f"{out}: {timing['jobs']} {part or ''} jobs in {timing['wall_clock_seconds'] / 60:.1f} min".replace("  ", " "))
+    return timing
 
 
 # Stages in the order a run reaches them; a stage not listed sorts after them.
@@ -306,24 +269,24 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
     return table
 
 
-def write_resources(args: argparse.Namespace) -> int:
-    """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks."""
+def write_resources(run_dir: str | os.PathLike, outputs: Outputs, *, run_json: str | None = None,
+                    caption: str = "What every stage cost", groups: Sequence[str] = ()) -> list[Path]:
+    """The resources table of a run folder: what every stage cost, from Snakemake's benchmarks; the paths written.
+    `run_json`: the finished run's wall clock (`tables wallclock`), compared with the jobs' time; `groups`: the
+    prefixes of checkpoints trained per fold or row, one row each."""
     from reranker.core.hardware import machine
 
-    run_dir = Path(args.run_dir)
+    run_dir = Path(run_dir)
     jobs = read_benchmarks(run_dir / "benchmarks")
     if not jobs:
         raise TableError(f"{run_dir / 'benchmarks'}: no job benchmarks (run the workflow first)")
-    wall_clock = json.loads(Path(args.wall_clock).read_text())["wall_clock_seconds"] if args.wall_clock else None
-    metas = resource_metas(run_dir / "work", args.checkpoint_groups)
+    seconds = json.loads(Path(run_json).read_text())["wall_clock_seconds"] if run_json else None
+    metas = resource_metas(run_dir / "work", groups)
     found = machine()
-    table = resources_table(jobs, list(metas.values()), found, args.caption, wall_clock, args.checkpoint_groups)
+    table = resources_table(jobs, list(metas.values()), found, caption, seconds, groups)
     # the models whose training and scoring the rows time, as in the results tables' provenance
     models = {str(path): {key: meta[key] for key in ("checkpoint", "fingerprint", "kind", "precision") if key in meta}
               for path, (_, _, meta) in metas.items()}
-    inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([args.wall_clock] if args.wall_clock else [])
-    written = write_outputs(table, args, inputs, lambda: {"benchmarks": len(jobs), "machine": found, "models": models},
-                            machine_dependent=list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS))
-    for path in written:
-        print(path)
-    return 0
+    inputs = [str(job.path) for job in jobs] + [str(path) for path in metas] + ([run_json] if run_json else [])
+    return write_outputs(table, outputs, inputs, lambda: {"benchmarks": len(jobs), "machine": found, "models": models},
+                         machine_dependent=list(RESOURCE_COLUMNS) + list(RESOURCE_EXTRAS))

@@ -4,7 +4,6 @@ against the originals' own (numbers/reproduction/: reranker.reproduction.run_lev
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 from collections.abc import Mapping
@@ -234,34 +233,11 @@ def index(seeds: Mapping, run_dir: Path, command: str = "", figure: str | Path |
     return "\n".join(fold(lines))
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """`tables index`, running `write_index` (`args.handler`)."""
-    parser = sub.add_parser("index", help="the run's README: every seed table, our files, every claim's verdict",
-                            description=write_index.__doc__)
-    parser.set_defaults(handler=write_index)
-    parser.add_argument("--run-dir", required=True, help="the run folder: its numbers/, tables/ and figures/ are read")
-    parser.add_argument("--seeds", required=True, help="the seed tables and their claims (workflow/config/seed_tables.yaml)")
-    parser.add_argument("--out", required=True, help="the README to write (e.g. <run-dir>/README.md)")
-    parser.add_argument("--command", default="", help="the command that made the run, named in the README")
-    parser.add_argument("--preface", default="", help="what a reader must know of the run's verdicts first (the "
-                                                        "configuration's index_preface), at the README's top")
-    parser.add_argument("--figure", help="also draw the forest plot of every test of the index here (PNG; the rule writes "
-                                         "<run-dir>/figures/verdicts_forest.png, which the README then names)")
-    parser.add_argument("--sources", help="the sources' numbers (default: source_numbers.yaml beside --seeds)")
-    parser.add_argument("--catalog", help="the tables, rows and columns some configuration makes, which every claim's names "
-                                          "must be among (reranker.formats.catalog; default: table_catalog.json beside --seeds, "
-                                          "where there is one)")
-
-
-def write_index(args: argparse.Namespace) -> int:
-    """The run's README: every seed table of the three works, our file, its command, and every claim's verdict."""
+def write_index(run_dir: str, seeds: str, out: str, *, command: str = "", preface: str = "", figure: str | None = None,
+                sources: str | None = None, catalog: str | None = None) -> list[str]:
+    """The run's README at `out`: every seed table of the three works, our file, its command, and every claim's
+    verdict (`index`; with `figure`, its forest plot drawn there); the paths written, as given."""
     # a ClaimError is an input error: `tables` reports it in one line (its main's exits_on_input_error)
-    text = index(load_seeds(args.seeds, args.sources, args.catalog), Path(args.run_dir), args.command, args.figure,
-                 args.preface)
-    write_text(args.out, text)
-    print(args.out)
-    if args.figure:
-        print(args.figure)
-    return 0
-
-
+    text = index(load_seeds(seeds, sources, catalog), Path(run_dir), command, figure, preface)
+    write_text(out, text)
+    return [out] + ([figure] if figure else [])

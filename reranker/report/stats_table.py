@@ -3,13 +3,13 @@ files; counts as integers, means with two decimals, in a Markdown layout of its 
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from reranker.formats.table_spec import STATS_TABLE, Spec
-from reranker.report.table import Table, add_notes_and_source, write_outputs
+from reranker.report.outputs import Outputs, add_notes_and_source, write_outputs
+from reranker.report.table import Table
 
 
 def stats_table(stats: Mapping[str, Mapping[str, float]], caption: str) -> Table:
@@ -37,12 +37,12 @@ def stats_markdown(table: Table) -> str:
     return "\n".join(lines + [""] + [f"{note}  " for note in table.notes]).rstrip() + "\n"
 
 
-def write_stats(args: argparse.Namespace, cells: Spec) -> list[Path]:
+def write_stats(cells: Spec, outputs: Outputs, caption: str = "") -> list[Path]:
     """`tables stats`: the table of the spec's `stats` records (collection, stats.json) and `note`s; the paths written."""
     collected, inputs = {}, []
     for record in cells["stats"]:
         collected[record["group"]] = json.loads(Path(record["path"]).read_text())
         inputs.append(record["path"])
-    table = stats_table(collected, args.caption)
-    add_notes_and_source(table, args, cells.get("note", []), inputs)
-    return write_outputs(table, args, inputs, markdown=stats_markdown)
+    table = stats_table(collected, caption)
+    add_notes_and_source(table, outputs, cells.get("note", []), inputs)
+    return write_outputs(table, outputs, inputs, markdown=stats_markdown)

@@ -1,7 +1,7 @@
 """A table: rows of systems against column groups (collections) of measures, each cell with its marks,
 the source's numbers beside ours, notes; written as Markdown, CSV, LaTeX and HTML, and its numbers as a
-document with their provenance (`write_numbers`), which `Table.from_document` reads back; `write_outputs` writes
-all of these for a command's --out, --formats and --numbers.
+document with their provenance (`write_numbers`), which `Table.from_document` reads back (reranker.report.outputs
+writes all of these where a command says).
 
 Shared by the tables stage (results from evaluations), the run records (the resources table) and
 anything else that renders one; it computes nothing from runs itself.
@@ -9,7 +9,6 @@ anything else that renders one; it computes nothing from runs itself.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
@@ -20,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reranker.core.config import default
-from reranker.core.provenance import provenance
 from reranker.formats.atomic import write_json, write_text
-from reranker.formats.source_numbers import SourceTable, read_source_numbers
+from reranker.formats.source_numbers import SourceTable
 from reranker.report.labels import MEASURE_LABELS, TableError
 from reranker.report.query_sets import other_queries, query_note
-from reranker.report.source_cells import check_source_columns
 from reranker.reproduction.significance import CORRECTIONS
 
 SIGNIFICANT = "†"
@@ -463,37 +460,3 @@ def write_numbers(table: Table, path: str | os.PathLike, provenance: Mapping,
     if machine_dependent:
         document["machine_dependent"] = sorted(machine_dependent)
     write_json(path, document, indent=1, sort_keys=True, ensure_ascii=False)
-
-
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """--out, --formats, --numbers and --command: where a table goes and what made it (every command that makes one)."""
-    parser.add_argument("--out", required=True, help="output path without suffix")
-    parser.add_argument("--formats", nargs="+", default=["md", "csv"], choices=["md", "csv", "tex", "html"])
-    parser.add_argument("--numbers", help="also store every number with its provenance (JSON)")
-    parser.add_argument("--command", default="", help="the command that produced the table, for provenance")
-
-
-def add_notes_and_source(table: Table, args: argparse.Namespace, notes: Sequence[Mapping], inputs: list[str]) -> None:
-    """--note lines, then the spec's `note` records, under the table; with --sources, the source's numbers beside
-    ours (the table's id there: --source-table, else --out's name), and the file among the inputs."""
-    table.notes += args.note + [record["text"] for record in notes]
-    if args.sources:
-        table.source = read_source_numbers(args.sources).get(args.source_table or Path(args.out).name)
-        inputs.append(args.sources)
-        check_source_columns(table, args.sources)
-
-
-
-def write_outputs(table: Table, args: argparse.Namespace, inputs: Sequence[str] = (), extra: Callable[[], Mapping] = dict,
-                  machine_dependent: Sequence[str] = (), markdown: Callable[[Table], str] | None = None) -> list[Path]:
-    """The table under --out in each of --formats (`markdown`: a Markdown layout of its own, written last), then
-    with --numbers its numbers and their provenance: --command, the inputs' checksums and `extra()`, read only then."""
-    written = table.write(args.out, [f for f in args.formats if not (markdown and f == "md")])
-    if markdown and "md" in args.formats:
-        md = Path(args.out).with_suffix(".md")
-        write_text(md, markdown(table))
-        written.append(md)
-    if args.numbers:
-        write_numbers(table, args.numbers, provenance(args.command, sorted(set(inputs)), extra()), machine_dependent)
-        written.append(Path(args.numbers))
-    return written

@@ -16,8 +16,8 @@ In the run folder it writes, in this order:
 - `report.html`: the DAG's own snakemake command with `--report`, every table and figure in one page
   (`--no-report`: not).
 
-Each step is `tables wallclock` or `tables resources`, called in this process with the arguments its
-command line would take. Not a stage: it reads the papers' registry (reranker.experiments), which stages never import.
+Each step is what `tables wallclock` or `tables resources` does, called in this process (reranker.report.run_records).
+Not a stage: it reads the papers' registry (reranker.experiments), which stages never import.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from reranker import experiments
 from reranker.formats.entry import exits_on_input_error
 from reranker.formats.layout import Layout
 from reranker.report import run_records as records
+from reranker.report.outputs import Outputs
 
 
 def _mentions(log: Path, mark: str) -> bool:
@@ -71,31 +72,28 @@ def _part(run_dir: Path) -> str | None:
 
 
 def finish(run_dir: Path, command: str, snakemake: str = "snakemake --cores all", report: bool = True) -> int:
-    """The steps after the DAG (see the module's docstring); the first failing step's exit code, else 0."""
+    """The steps after the DAG (see the module's docstring); the report's snakemake exit code, else 0 (a step that
+    fails raises)."""
     collect_logs(run_dir)
     # sorted: by the stretch's start (Snakemake names a log by it); none is an error (the run wrote no log)
     logs = sorted(str(path) for path in (run_dir / "logs").glob("*.snakemake.log"))
     if not logs:
         raise FileNotFoundError(f"{run_dir / 'logs'}: no *.snakemake.log (make run copies each stretch's log there)")
-    log_args = [arg for log in logs for arg in ("--log", log)]
     # A part of the run (`part:` in its configuration) keeps its own records, promoted into the reference's parts/<name>/
     # beside the other parts', so that the whole run's numbers/run.json and resources table stay the whole run's.
     part = _part(run_dir)
     numbers = Path(Layout(str(run_dir)).path("part_records", part=part)) if part else run_dir / "numbers"
     tables = numbers if part else run_dir / "tables"
     run_json = numbers / "run.json"
-    timings = [log_args + ["--out", str(run_json), "--command", command]]
-    timings += [log_args + ["--part", paper_part, "--out", str(numbers / f"{name}_time.json"), "--command", command]
-                for name, paper_part in experiments.wall_clock_parts().items() if not part]  # a part's own clock is run.json
-    for argv in timings:
-        if status := records.main_wall_clock(argv):
-            return status
-    status = records.main_resources(["--run-dir", str(run_dir), "--wall-clock", str(run_json),
-                                     "--checkpoint-groups", *experiments.checkpoint_prefixes(),
-                                     "--formats", "md", "csv", "html", "--out", str(tables / "resources"),
-                                     "--numbers", str(numbers / "resources.json"), "--command", command])
-    if status or not report:
-        return status
+    records.record_wall_clock(logs, str(run_json), command=command)
+    if not part:  # a part's own clock is run.json
+        for name, paper_part in experiments.wall_clock_parts().items():
+            records.record_wall_clock(logs, str(numbers / f"{name}_time.json"), part=paper_part, command=command)
+    outputs = Outputs(str(tables / "resources"), ("md", "csv", "html"), str(numbers / "resources.json"), command)
+    for path in records.write_resources(run_dir, outputs, run_json=str(run_json), groups=experiments.checkpoint_prefixes()):
+        print(path)
+    if not report:
+        return 0
     sys.stdout.flush()  # the steps' lines before snakemake's, in a log too
     # the command that ran the DAG (its profile and config files), so the report is of that run
     return subprocess.run([*shlex.split(snakemake), "--report", str(run_dir / "report.html")]).returncode
