@@ -7,13 +7,13 @@ FAKE = EXP.plugins["fake_paper"]
 rule fake_segment:
     """The first stage's top candidates as whole documents (its own file: the plugin's `fake_segments`)."""
     input:
-        docs=P("docs"),
-        run=P("trec_run", run="bm25"),
-        topics=P("topics"),
+        docs=pattern("docs"),
+        run=pattern("trec_run", run="bm25"),
+        topics=pattern("topics"),
     output:
-        P("fake_segments", k=FAKE.candidates),
+        pattern("fake_segments", k=FAKE.candidates),
     log:
-        P("log", stage="segment", name="{collection}.fake"),
+        pattern("log", stage="segment", name="{collection}.fake"),
     params:
         config=CONFIG_FILE,
         settings=settings("segment", section="fake_paper"),
@@ -25,15 +25,15 @@ rule fake_segment:
 rule fake_score:
     """Its checkpoint scores every candidate (no cache: a test's run)."""
     input:
-        segments=P("fake_segments", k=FAKE.candidates),
-        run=P("trec_run", run="bm25"),
-        topics=P("topics"),
-        qrels=P("qrels"),
+        segments=pattern("fake_segments", k=FAKE.candidates),
+        run=pattern("trec_run", run="bm25"),
+        topics=pattern("topics"),
+        qrels=pattern("qrels"),
     output:
-        scores=P("fake_scores", k=FAKE.candidates),
-        meta=P("fake_scores", k=FAKE.candidates) + ".meta.json",
+        scores=pattern("fake_scores", k=FAKE.candidates),
+        meta=pattern("fake_scores", k=FAKE.candidates) + ".meta.json",
     log:
-        P("log", stage="score", name="{collection}.{checkpoint}.fake"),
+        pattern("log", stage="score", name="{collection}.{checkpoint}.fake"),
     params:
         config=CONFIG_FILE,
         settings=lambda w: settings("score", checkpoint=w.checkpoint, section="fake_paper"),
@@ -47,12 +47,12 @@ rule fake_score:
 rule fake_rerank:
     """BM25's candidates ordered by their score; the rest keep BM25's order."""
     input:
-        run=P("trec_run", run="bm25"),
-        scores=P("fake_scores", k=FAKE.candidates),
+        run=pattern("trec_run", run="bm25"),
+        scores=pattern("fake_scores", k=FAKE.candidates),
     output:
-        P("trec_run", run="fake.{checkpoint}"),
+        pattern("trec_run", run="fake.{checkpoint}"),
     log:
-        P("log", stage="aggregate", name="{collection}.fake.{checkpoint}"),
+        pattern("log", stage="aggregate", name="{collection}.fake.{checkpoint}"),
     shell:
         "python -m reranker fuse aggregate --method firstp --run {input.run} --scores {input.scores} --out {output} 2> {log}"
 

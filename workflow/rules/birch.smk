@@ -6,21 +6,21 @@
 
 BIRCH = EXP.plugins["birch"]
 FIRST = BIRCH.first_stage  # the run it segments, scores and fuses
-K = BIRCH.candidates
+CANDIDATES = BIRCH.candidates
 
 
 rule segment:
     """Sentences (pysbd) or fixed word passages of the first stage's top-K documents."""
     input:
-        docs=P("docs"),
-        run=P("trec_run", run=FIRST),
-        topics=P("topics"),
+        docs=pattern("docs"),
+        run=pattern("trec_run", run=FIRST),
+        topics=pattern("topics"),
     output:
-        P("segments", first_stage=FIRST, k=K),
+        pattern("segments", first_stage=FIRST, k=CANDIDATES),
     log:
-        P("log", stage="segment", name="{collection}.{unit}"),
+        pattern("log", stage="segment", name="{collection}.{unit}"),
     benchmark:
-        P("benchmark", stage="segment", name="{collection}.{unit}")
+        pattern("benchmark", stage="segment", name="{collection}.{unit}")
     conda:
         ENV
     params:
@@ -33,7 +33,9 @@ rule segment:
 
 SCORE_PARTS = CFG["score"]["parts"]
 SCORE_THREADS = CFG["score"]["threads"] or THREADS
-SCORE_OUT = P("scores_part", first_stage=FIRST, k=K) if SCORE_PARTS > 1 else P("scores", first_stage=FIRST, k=K)
+SCORE_OUT = (
+    pattern("scores_part", first_stage=FIRST, k=CANDIDATES) if SCORE_PARTS > 1 else pattern("scores", first_stage=FIRST, k=CANDIDATES)
+)
 SCORE_LOG = "{collection}.{checkpoint}.{unit}" if SCORE_PARTS == 1 else "{collection}.{checkpoint}.{unit}.part{part}"
 
 
@@ -43,17 +45,17 @@ rule score:
     With score.parts = N > 1, one job per block of shards ({part} = I-of-N), gathered by gather_scores."""
     input:
         checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=P("segments", first_stage=FIRST, k=K),
-        run=P("trec_run", run=FIRST),
-        topics=P("topics"),
-        qrels=P("qrels"),
+        segments=pattern("segments", first_stage=FIRST, k=CANDIDATES),
+        run=pattern("trec_run", run=FIRST),
+        topics=pattern("topics"),
+        qrels=pattern("qrels"),
     output:
         scores=SCORE_OUT,
         meta=f"{SCORE_OUT}.meta.json",
     log:
-        P("log", stage="score", name=SCORE_LOG),
+        pattern("log", stage="score", name=SCORE_LOG),
     benchmark:
-        P("benchmark", stage="score", name=SCORE_LOG)
+        pattern("benchmark", stage="score", name=SCORE_LOG)
     priority: job_priority(SCORE_THREADS, SCORE_PRIORITY)
     conda:
         ENV
@@ -78,17 +80,17 @@ if SCORE_PARTS > 1:
         """The score parts of one (collection, checkpoint), joined in order: the bytes of an unsharded run."""
         input:
             expand(
-                P("scores_part", first_stage=FIRST, k=K),
+                pattern("scores_part", first_stage=FIRST, k=CANDIDATES),
                 part=[f"{i}-of-{SCORE_PARTS}" for i in range(1, SCORE_PARTS + 1)],
                 allow_missing=True,
             ),
         output:
-            scores=P("scores", first_stage=FIRST, k=K),
-            meta=P("scores_meta", first_stage=FIRST, k=K),
+            scores=pattern("scores", first_stage=FIRST, k=CANDIDATES),
+            meta=pattern("scores_meta", first_stage=FIRST, k=CANDIDATES),
         log:
-            P("log", stage="score", name="{collection}.{checkpoint}.{unit}.gather"),
+            pattern("log", stage="score", name="{collection}.{checkpoint}.{unit}.gather"),
         benchmark:
-            P("benchmark", stage="score", name="{collection}.{checkpoint}.{unit}.gather")
+            pattern("benchmark", stage="score", name="{collection}.{checkpoint}.{unit}.gather")
         conda:
             ENV
         shell:
@@ -99,20 +101,20 @@ rule fuse_birch:
     """Birch: a*S_doc + (1-a)*sum w_i S_i over the top n sentences; a, w by k-fold CV on AP. Beside the run, its
     evidence: the sentences behind every fused score (docs/evidence.md)."""
     input:
-        run=P("trec_run", run=FIRST),
-        scores=P("scores", first_stage=FIRST, k=K, unit="sentences"),
-        qrels=P("qrels"),
-        folds=P("work_folds"),
-        segments=P("segments", first_stage=FIRST, k=K, unit="sentences"),
-        docs=P("docs"),
+        run=pattern("trec_run", run=FIRST),
+        scores=pattern("scores", first_stage=FIRST, k=CANDIDATES, unit="sentences"),
+        qrels=pattern("qrels"),
+        folds=pattern("work_folds"),
+        segments=pattern("segments", first_stage=FIRST, k=CANDIDATES, unit="sentences"),
+        docs=pattern("docs"),
     output:
-        run=P("trec_run", run="birch.{checkpoint}.{n}S"),
-        params=P("fusion_params"),
-        evidence=P("evidence", run="birch.{checkpoint}.{n}S"),
+        run=pattern("trec_run", run="birch.{checkpoint}.{n}S"),
+        params=pattern("fusion_params"),
+        evidence=pattern("evidence", run="birch.{checkpoint}.{n}S"),
     log:
-        P("log", stage="fuse", name="{collection}.{checkpoint}.{n}S"),
+        pattern("log", stage="fuse", name="{collection}.{checkpoint}.{n}S"),
     benchmark:
-        P("benchmark", stage="fuse", name="{collection}.{checkpoint}.{n}S")
+        pattern("benchmark", stage="fuse", name="{collection}.{checkpoint}.{n}S")
     conda:
         ENV
     params:
@@ -129,15 +131,15 @@ rule fuse_birch:
 rule aggregate:
     """FirstP / MaxP / SumP / MeanP of unit scores, no first-stage interpolation."""
     input:
-        run=P("trec_run", run=FIRST),
-        scores=P("scores", first_stage=FIRST, k=K),
-        segments=P("segments", first_stage=FIRST, k=K),  # the units scored: their meta is read
+        run=pattern("trec_run", run=FIRST),
+        scores=pattern("scores", first_stage=FIRST, k=CANDIDATES),
+        segments=pattern("segments", first_stage=FIRST, k=CANDIDATES),  # the units scored: their meta is read
     output:
-        P("trec_run", run="{method}.{checkpoint}.{unit}"),
+        pattern("trec_run", run="{method}.{checkpoint}.{unit}"),
     log:
-        P("log", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}"),
+        pattern("log", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}"),
     benchmark:
-        P("benchmark", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}")
+        pattern("benchmark", stage="aggregate", name="{collection}.{method}.{checkpoint}.{unit}")
     conda:
         ENV
     shell:

@@ -3,14 +3,14 @@ rule export_collection:
     input:
         lambda w: EXP.loaded(EXP.slug_to_id[w.collection]).source_files(),  # local raw files; ir_datasets' cache is a store
     output:
-        docs=P("docs"),
-        topics=P("topics"),
-        qrels=P("qrels"),
-        stats=P("stats"),
+        docs=pattern("docs"),
+        topics=pattern("topics"),
+        qrels=pattern("qrels"),
+        stats=pattern("stats"),
     log:
-        P("log", stage="export", name="{collection}"),
+        pattern("log", stage="export", name="{collection}"),
     benchmark:
-        P("benchmark", stage="export", name="{collection}")
+        pattern("benchmark", stage="export", name="{collection}")
     conda:
         ENV
     params:
@@ -27,11 +27,11 @@ rule folds:
     input:
         lambda w: EXP.loaded(EXP.slug_to_id[w.collection]).folds_files(),
     output:
-        P("work_folds"),
+        pattern("work_folds"),
     log:
-        P("log", stage="folds", name="{collection}"),
+        pattern("log", stage="folds", name="{collection}"),
     benchmark:
-        P("benchmark", stage="folds", name="{collection}")
+        pattern("benchmark", stage="folds", name="{collection}")
     conda:
         ENV
     params:

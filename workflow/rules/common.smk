@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES, RANKINGS, UNITS, wildcard_pattern
 
-P = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
+pattern = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
 PATH = EXP.layout.path  # the same, filled
 ENV = "../../envs/reranker.yaml"  # for --use-conda / --sdm conda
 THREADS = CFG["threads"]

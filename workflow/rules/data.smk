@@ -19,9 +19,9 @@ if DATA_FETCH:
         output:
             f"{DATA.root}/{{path}}",
         log:
-            P("log", stage="data", name="{path}"),
+            pattern("log", stage="data", name="{path}"),
         benchmark:
-            P("benchmark", stage="data", name="{path}")
+            pattern("benchmark", stage="data", name="{path}")
         wildcard_constraints:
             path=wildcard_pattern(DATA_FETCH),
         conda:
@@ -41,9 +41,9 @@ if DATA_DERIVE:
         output:
             f"{DATA.root}/{{path}}",
         log:
-            P("log", stage="data", name="{path}"),
+            pattern("log", stage="data", name="{path}"),
         benchmark:
-            P("benchmark", stage="data", name="{path}")
+            pattern("benchmark", stage="data", name="{path}")
         wildcard_constraints:
             path=wildcard_pattern(DATA_DERIVE),
         conda:

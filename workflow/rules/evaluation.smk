@@ -4,14 +4,14 @@ ruleorder: evaluate_provided_run > evaluate
 rule evaluate:
     """The configured measures (+ the collection's own), aggregate and per query."""
     input:
-        run=P("trec_run"),
-        qrels=P("qrels"),
+        run=pattern("trec_run"),
+        qrels=pattern("qrels"),
     output:
-        P("eval"),
+        pattern("eval"),
     log:
-        P("log", stage="evaluate", name="{collection}.{run}"),
+        pattern("log", stage="evaluate", name="{collection}.{run}"),
     benchmark:
-        P("benchmark", stage="evaluate", name="{collection}.{run}")
+        pattern("benchmark", stage="evaluate", name="{collection}.{run}")
     conda:
         ENV
     params:
@@ -29,11 +29,11 @@ rule evaluate_provided_run:
         run=lambda w: EXP.collection(w.collection)["run"],
         qrels=lambda w: EXP.collection(w.collection)["qrels"],
     output:
-        P("eval", run="provided"),
+        pattern("eval", run="provided"),
     log:
-        P("log", stage="evaluate", name="{collection}.provided"),
+        pattern("log", stage="evaluate", name="{collection}.provided"),
     benchmark:
-        P("benchmark", stage="evaluate", name="{collection}.provided")
+        pattern("benchmark", stage="evaluate", name="{collection}.provided")
     conda:
         ENV
     params:
@@ -51,11 +51,11 @@ rule run_reproduction:
     input:
         unpack(lambda w: EXP.reproduction_inputs(w.pair)),
     output:
-        P("run_reproduction"),
+        pattern("run_reproduction"),
     log:
-        P("log", stage="evaluate", name="reproduction.{pair}"),
+        pattern("log", stage="evaluate", name="reproduction.{pair}"),
     benchmark:
-        P("benchmark", stage="evaluate", name="reproduction.{pair}")
+        pattern("benchmark", stage="evaluate", name="reproduction.{pair}")
     wildcard_constraints:
         pair=wildcard_pattern(CFG["reproduction"]),
     conda:

@@ -7,13 +7,13 @@
 from reranker.experiments.ntnu import ntnu_checkpoint
 
 NTNU = EXP.plugins["ntnu"]
-NT = CFG["ntnu"]
-NT_FIRST = NT["first_stage"]
+NTNU_CFG = CFG["ntnu"]
+NT_FIRST = NTNU_CFG["first_stage"]
 NTNU_SCORE = score_job("ntnu")  # threads, priority, GPUs and params of its score job (common.smk)
 
 
 wildcard_constraints:
-    ntnu_model=wildcard_pattern(NT["models"]),
+    ntnu_model=wildcard_pattern(NTNU_CFG["models"]),
     aggregation=wildcard_pattern(AGGREGATORS),
     r="[0-9]+",
 
@@ -21,15 +21,15 @@ wildcard_constraints:
 rule segment_ntnu:
     """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
     input:
-        docs=P("docs"),
-        run=P("trec_run", run=NT_FIRST),
-        topics=P("topics"),
+        docs=pattern("docs"),
+        run=pattern("trec_run", run=NT_FIRST),
+        topics=pattern("topics"),
     output:
-        P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
+        pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
     log:
-        P("log", stage="segment", name="{collection}.ntnu-passages"),
+        pattern("log", stage="segment", name="{collection}.ntnu-passages"),
     benchmark:
-        P("benchmark", stage="segment", name="{collection}.ntnu-passages")
+        pattern("benchmark", stage="segment", name="{collection}.ntnu-passages")
     conda:
         ENV
     params:
@@ -45,16 +45,16 @@ rule score_ntnu:
     """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
     input:
         checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
-        run=P("trec_run", run=NT_FIRST),
-        topics=P("topics"),
-        qrels=P("qrels"),
+        segments=pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
+        run=pattern("trec_run", run=NT_FIRST),
+        topics=pattern("topics"),
+        qrels=pattern("qrels"),
     output:
-        P("ntnu_scores", first_stage=NT_FIRST),
+        pattern("ntnu_scores", first_stage=NT_FIRST),
     log:
-        P("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
+        pattern("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
     benchmark:
-        P("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
+        pattern("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
     priority: NTNU_SCORE.priority
     conda:
         ENV
@@ -73,17 +73,21 @@ rule score_ntnu:
 rule rerank_ntnu:
     """Documents ordered by an aggregation of their passages' scores; the rest keep the first stage's order."""
     input:
-        run=P("trec_run", run=NT_FIRST),
+        run=pattern("trec_run", run=NT_FIRST),
         scores=lambda w: PATH(
-            "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NT["candidates"], checkpoint=ntnu_checkpoint(w.ntnu_model)
+            "ntnu_scores",
+            collection=w.collection,
+            first_stage=NT_FIRST,
+            k=NTNU_CFG["candidates"],
+            checkpoint=ntnu_checkpoint(w.ntnu_model),
         ),
-        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
+        segments=pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
     output:
-        P("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
+        pattern("trec_run", run="ntnu.{ntnu_model}.{aggregation}"),
     log:
-        P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
+        pattern("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}"),
     benchmark:
-        P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}")
+        pattern("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}")
     conda:
         ENV
     shell:
@@ -94,17 +98,17 @@ rule rerank_ntnu:
 rule rerank_ntnu_sweep:
     """Figure 5.4: the top R reranked, R out of one scoring at the deepest R."""
     input:
-        run=P("trec_run", run=NT_FIRST),
+        run=pattern("trec_run", run=NT_FIRST),
         scores=lambda w: PATH(
             "ntnu_scores", collection=w.collection, first_stage=NT_FIRST, k=NTNU.depth, checkpoint=ntnu_checkpoint(w.ntnu_model)
         ),
-        segments=P("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
+        segments=pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),  # the passages scored: their meta is read
     output:
-        P("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
+        pattern("trec_run", run="ntnu.{ntnu_model}.{aggregation}.r{r}"),
     log:
-        P("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
+        pattern("log", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}"),
     benchmark:
-        P("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}")
+        pattern("benchmark", stage="aggregate", name="{collection}.ntnu.{ntnu_model}.{aggregation}.r{r}")
     conda:
         ENV
     shell:
@@ -116,13 +120,13 @@ rule ntnu_speed:
     """Queries per minute: the first stage alone, or with passage splitting and one model's scoring."""
     input:
         unpack(lambda w: NTNU.speed_stages(w.system)),
-        topics=P("topics"),
+        topics=pattern("topics"),
     output:
-        P("ntnu_speed"),
+        pattern("ntnu_speed"),
     log:
-        P("log", stage="speed", name="{collection}.{system}"),
+        pattern("log", stage="speed", name="{collection}.{system}"),
     benchmark:
-        P("benchmark", stage="speed", name="{collection}.{system}")
+        pattern("benchmark", stage="speed", name="{collection}.{system}")
     conda:
         ENV
     params:
@@ -131,7 +135,7 @@ rule ntnu_speed:
         "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
 
 
-for nt_table, nt_spec in NT["tables"].items():
+for nt_table, nt_spec in NTNU_CFG["tables"].items():
     nt_caption = NTNU.caption(nt_table)  # the table's, and its figure's
 
     rule:
@@ -154,7 +158,7 @@ for nt_table, nt_spec in NT["tables"].items():
             machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
             significance=SIGNIFICANCE,
             baseline=FIRST_STAGES[NT_FIRST].label,
-            measures=" ".join(NT["measures"]),
+            measures=" ".join(NTNU_CFG["measures"]),
             caption=nt_caption,
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"] + " ntnu",
@@ -187,7 +191,7 @@ for nt_table, nt_spec in NT["tables"].items():
                 "python -m reranker tables figure {params.args} --out {output} > {log}"
 
 
-if NT["sweep_figure"]:
+if NTNU_CFG["sweep_figure"]:
 
     rule ntnu_candidates_figure:
         """Figure 5.4: the measures against R, the reference model's aggregations and the first stage."""
@@ -205,7 +209,7 @@ if NT["sweep_figure"]:
             ENV
         params:
             figure_caption="Figure 5.4 (Steensland 2021): MRR@10 and R@10 against the number of candidates R reranked.",
-            measures=" ".join(NT["measures"]),
+            measures=" ".join(NTNU_CFG["measures"]),
         shell:
             "python -m reranker tables figure sweep --spec {input.spec} --measures {params.measures} --xlabel R"
             " --out {output.figure} --numbers {output.numbers} > {log}"

@@ -5,16 +5,16 @@
 #   plugin: reranker/experiments/radboud.py (rows, captions, checkpoints); included when it is active
 
 RADBOUD = EXP.plugins["radboud"]
-RB = CFG["radboud"]
+RADBOUD_CFG = CFG["radboud"]
 RADBOUD_SCORE = score_job("radboud")  # threads, priority, GPUs and params of its score job (common.smk)
-PROVIDED = wildcard_pattern(RB["provided_candidates"])  # the collection's own runs that the baseline reranks too
+PROVIDED = wildcard_pattern(RADBOUD_CFG["provided_candidates"])  # the collection's own runs that the baseline reranks too
 
-for provided in RB["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
-    EXP.loaded(RB["collection"]).check_run(provided, DATA.made_by_rules())
+for provided in RADBOUD_CFG["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
+    EXP.loaded(RADBOUD_CFG["collection"]).check_run(provided, DATA.made_by_rules())
 
 
 wildcard_constraints:
-    variant=wildcard_pattern(RB["variants"]),
+    variant=wildcard_pattern(RADBOUD_CFG["variants"]),
     ranking=wildcard_pattern(RANKINGS),
     point="[0-9]+",
 
@@ -22,15 +22,15 @@ wildcard_constraints:
 rule segment_documents:
     """The first stage's top candidates as whole documents (title + text), one unit each."""
     input:
-        docs=P("docs"),
-        run=P("trec_run", run=RB["first_stage"]),
-        topics=P("topics"),
+        docs=pattern("docs"),
+        run=pattern("trec_run", run=RADBOUD_CFG["first_stage"]),
+        topics=pattern("topics"),
     output:
-        P("segments", first_stage=RB["first_stage"], k=RB["candidates"], unit="documents"),
+        pattern("segments", first_stage=RADBOUD_CFG["first_stage"], k=RADBOUD_CFG["candidates"], unit="documents"),
     log:
-        P("log", stage="segment", name="{collection}.documents"),
+        pattern("log", stage="segment", name="{collection}.documents"),
     benchmark:
-        P("benchmark", stage="segment", name="{collection}.documents")
+        pattern("benchmark", stage="segment", name="{collection}.documents")
     conda:
         ENV
     params:
@@ -45,16 +45,16 @@ rule score_radboud:
     """A per-fold checkpoint scores its fold's test queries' candidates, read by one ranking."""
     input:
         checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=P("segments", unit="documents"),
-        run=P("trec_run", run="{first_stage}"),
-        topics=P("topics"),
-        folds=P("work_folds"),
+        segments=pattern("segments", unit="documents"),
+        run=pattern("trec_run", run="{first_stage}"),
+        topics=pattern("topics"),
+        folds=pattern("work_folds"),
     output:
-        P("radboud_scores"),
+        pattern("radboud_scores"),
     log:
-        P("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
+        pattern("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
     benchmark:
-        P("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
+        pattern("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
     priority: RADBOUD_SCORE.priority
     conda:
         ENV
@@ -77,12 +77,12 @@ rule join_fold_scores:
     input:
         lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking),
     output:
-        scores=P("radboud_joined"),
-        meta=P("radboud_joined") + ".meta.json",
+        scores=pattern("radboud_joined"),
+        meta=pattern("radboud_joined") + ".meta.json",
     log:
-        P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
+        pattern("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}"),
     benchmark:
-        P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
+        pattern("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}")
     conda:
         ENV
     shell:
@@ -92,14 +92,14 @@ rule join_fold_scores:
 rule rerank_radboud:
     """Documents ordered by their score; the candidates beyond K keep the first stage's order."""
     input:
-        run=P("trec_run", run=RB["first_stage"]),
-        scores=P("radboud_joined"),
+        run=pattern("trec_run", run=RADBOUD_CFG["first_stage"]),
+        scores=pattern("radboud_joined"),
     output:
-        P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
+        pattern("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
     log:
-        P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
+        pattern("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}"),
     benchmark:
-        P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}")
+        pattern("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}")
     conda:
         ENV
     shell:
@@ -109,18 +109,18 @@ rule rerank_radboud:
 rule radboud_agreement:
     """How alike a reranker ranks to the baseline reranker: Kendall's tau per query over the candidates, its mean."""
     input:
-        run=P("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
+        run=pattern("trec_run", run="radboud.{variant}.g{point}.{ranking}"),
         reference=lambda w: PATH("trec_run", collection=w.collection, run=RADBOUD.baseline_run(int(w.point))),
     output:
-        P("radboud_agreement"),
+        pattern("radboud_agreement"),
     log:
-        P("log", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement"),
+        pattern("log", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement"),
     benchmark:
-        P("benchmark", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement")
+        pattern("benchmark", stage="evaluate", name="{collection}.radboud.{variant}.g{point}.{ranking}.agreement")
     conda:
         ENV
     params:
-        depth=RB["candidates"],
+        depth=RADBOUD_CFG["candidates"],
     shell:
         "python -m reranker evaluate agreement --run {input.run} --reference {input.reference} --depth {params.depth}"
         " --out {output} > {log}"
@@ -130,15 +130,15 @@ rule radboud_agreement:
 # checkpoints as ours are: segmented and joined by the same commands, scored by score_radboud, reranked by the same step.
 use rule segment_documents as segment_provided_documents with:
     input:
-        docs=P("docs"),
-        run=P("trec_run", run="{provided}"),
-        topics=P("topics"),
+        docs=pattern("docs"),
+        run=pattern("trec_run", run="{provided}"),
+        topics=pattern("topics"),
     output:
-        P("segments", first_stage="{provided}", k=RB["candidates"], unit="documents"),
+        pattern("segments", first_stage="{provided}", k=RADBOUD_CFG["candidates"], unit="documents"),
     log:
-        P("log", stage="segment", name="{collection}.{provided}.documents"),
+        pattern("log", stage="segment", name="{collection}.{provided}.documents"),
     benchmark:
-        P("benchmark", stage="segment", name="{collection}.{provided}.documents")
+        pattern("benchmark", stage="segment", name="{collection}.{provided}.documents")
     wildcard_constraints:
         provided=PROVIDED,
 
@@ -147,26 +147,26 @@ use rule join_fold_scores as join_provided_fold_scores with:
     input:
         lambda w: RADBOUD.fold_scores(w.variant, int(w.point), w.ranking, first_stage=w.provided),
     output:
-        scores=P("radboud_joined_on"),
-        meta=P("radboud_joined_on") + ".meta.json",
+        scores=pattern("radboud_joined_on"),
+        meta=pattern("radboud_joined_on") + ".meta.json",
     log:
-        P("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}"),
+        pattern("log", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}"),
     benchmark:
-        P("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}")
+        pattern("benchmark", stage="join", name="{collection}.{variant}.g{point}.{ranking}.on-{provided}")
     wildcard_constraints:
         provided=PROVIDED,
 
 
 use rule rerank_radboud as rerank_radboud_provided with:
     input:
-        run=P("trec_run", run="{provided}"),
-        scores=P("radboud_joined_on"),
+        run=pattern("trec_run", run="{provided}"),
+        scores=pattern("radboud_joined_on"),
     output:
-        P("trec_run", run="radboud.{variant}.g{point}.{ranking}.on-{provided}"),
+        pattern("trec_run", run="radboud.{variant}.g{point}.{ranking}.on-{provided}"),
     log:
-        P("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}"),
+        pattern("log", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}"),
     benchmark:
-        P("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}")
+        pattern("benchmark", stage="aggregate", name="{collection}.radboud.{variant}.g{point}.{ranking}.on-{provided}")
     wildcard_constraints:
         provided=PROVIDED,
 
@@ -216,9 +216,9 @@ for rb_table in RADBOUD.ranking_tables():
             ENV
         params:
             significance=SIGNIFICANCE,
-            baseline=FIRST_STAGES[RB["first_stage"]].label,
+            baseline=FIRST_STAGES[RADBOUD_CFG["first_stage"]].label,
             second=RADBOUD.baseline_row(rb_table) or "",
-            measures=" ".join(RB["measures"]),
+            measures=" ".join(RADBOUD_CFG["measures"]),
             caption=RADBOUD.caption(rb_table),
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"] + " radboud",
@@ -247,7 +247,7 @@ for rb_table in RADBOUD.pretraining_tables():
         conda:
             ENV
         params:
-            caption=RB["tables"][rb_table],
+            caption=RADBOUD_CFG["tables"][rb_table],
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"] + " radboud",
         shell:

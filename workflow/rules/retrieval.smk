@@ -1,13 +1,13 @@
 rule index:
     """A Lucene index with positions, docvectors and raw text."""
     input:
-        docs=P("docs"),
+        docs=pattern("docs"),
     output:
-        directory(P("index")),
+        directory(pattern("index")),
     log:
-        P("log", stage="index", name="{collection}"),
+        pattern("log", stage="index", name="{collection}"),
     benchmark:
-        P("benchmark", stage="index", name="{collection}")
+        pattern("benchmark", stage="index", name="{collection}")
     priority: job_priority(THREADS)
     conda:
         ENV
@@ -23,14 +23,14 @@ rule retrieve:
     """A first-stage run (BM25, BM25+RM3) to `retrieval.depth`, with per-collection and per-fold parameters."""
     input:
         unpack(lambda w: EXP.retrieval_inputs(w.collection, w.model)),
-        index=P("index"),
-        topics=P("topics"),
+        index=pattern("index"),
+        topics=pattern("topics"),
     output:
-        P("trec_run", run="{model}"),
+        pattern("trec_run", run="{model}"),
     log:
-        P("log", stage="retrieve", name="{collection}.{model}"),
+        pattern("log", stage="retrieve", name="{collection}.{model}"),
     benchmark:
-        P("benchmark", stage="retrieve", name="{collection}.{model}")
+        pattern("benchmark", stage="retrieve", name="{collection}.{model}")
     priority: job_priority(THREADS)
     conda:
         ENV
@@ -50,15 +50,15 @@ rule provided_run:
     collection's queries, judgments and documents, then copied in as a first stage."""
     input:
         run=lambda w: EXP.provided_file(w.collection, w.provided),
-        docs=P("docs"),
-        topics=P("topics"),
-        qrels=P("qrels"),
+        docs=pattern("docs"),
+        topics=pattern("topics"),
+        qrels=pattern("qrels"),
     output:
-        P("trec_run", run="{provided}"),
+        pattern("trec_run", run="{provided}"),
     log:
-        P("log", stage="retrieve", name="{collection}.{provided}"),
+        pattern("log", stage="retrieve", name="{collection}.{provided}"),
     benchmark:
-        P("benchmark", stage="retrieve", name="{collection}.{provided}")
+        pattern("benchmark", stage="retrieve", name="{collection}.{provided}")
     wildcard_constraints:
         provided=wildcard_pattern(EXP.provided_names),
     conda:

@@ -75,7 +75,7 @@ rule table_spec:
     """A table's cells as a spec file (reranker.formats.table_spec), which its rule hands `tables ... --spec`:
     labels and paths as records, never quoted into a command line. A change to them reruns it (params)."""
     output:
-        P("table_spec"),
+        pattern("table_spec"),
     log:
         PATH("log", stage="tables", name="{table}.spec"),
     benchmark:

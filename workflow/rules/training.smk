@@ -7,11 +7,11 @@ rule train:
     input:
         lambda w: EXP.training_inputs(w.checkpoint),
     output:
-        P("checkpoint_meta"),
+        pattern("checkpoint_meta"),
     log:
-        P("log", stage="train", name="{checkpoint}"),
+        pattern("log", stage="train", name="{checkpoint}"),
     benchmark:
-        P("benchmark", stage="train", name="{checkpoint}")
+        pattern("benchmark", stage="train", name="{checkpoint}")
     priority: lambda w: EXP.train_priority(w.checkpoint)
     conda:
         ENV
