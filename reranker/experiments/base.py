@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from reranker.core import settings
@@ -21,6 +22,18 @@ from reranker.core.config import SECTIONS_DIR, NamedRows, section_schema, sectio
 # A precision setting in a caption's words (the run's metas record the dtype each job used).
 PRECISION_WORDS = {"exact": "fp32", "fast": "bf16 (fp16 on GPUs without bf16)",
                    "auto": "bf16 where the CPU (AMX, avx512_bf16) or GPU has it, else fp32"}
+
+
+@dataclass(frozen=True)
+class FigureJob:
+    """A figure the suite's figure rule draws with `tables figure ARGS` (workflow/rules/tables.smk): its rule's
+    name, the files it reads, the arguments, its caption, and any further params that rerun it when they change."""
+
+    rule: str
+    inputs: list[str]
+    args: str
+    caption: str
+    params: Mapping[str, str] = field(default_factory=dict)
 
 
 class Plugin:
@@ -128,6 +141,11 @@ class Plugin:
         """Pages it adds to the report, neither compared nor promoted: built before the resources table (which
         counts their jobs)."""
         return []
+
+    def figure_jobs(self) -> dict[str, FigureJob]:
+        """Its figures that the suite's figure rule draws (`tables figure`), by figure name; in the report under
+        its class name."""
+        return {}
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """The cells of its tables and sweep figures by name (reranker.formats.table_spec records): Snakemake

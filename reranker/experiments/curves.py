@@ -1,13 +1,13 @@
 """Loss-curve figures of a paper's fine-tuned checkpoints, for the papers that draw them (Radboud, NTNU): each curve a
-checkpoint's held-out loss against its label prior (`tables figure curves`). A mixin beside Plugin: the suite's one
-curve rule (workflow/rules/tables.smk) calls `curve_args` and `curve_caption` on the figures its `curves` names, and
-puts them in the report under the plugin's class name."""
+checkpoint's held-out loss against its label prior (`tables figure curves`). A mixin beside Plugin: the figures its
+`curves` names are among its `figure_jobs`, which the suite's figure rule (workflow/rules/tables.smk) draws."""
 
 from __future__ import annotations
 
 import shlex
 
 from reranker.core.config import training_config
+from reranker.experiments.base import FigureJob
 
 
 class LossCurves:
@@ -17,6 +17,11 @@ class LossCurves:
         """Loss-curve figures of its fine-tuned checkpoints not drawn elsewhere: figure name -> [(curve label,
         checkpoint)], each curve the checkpoint's held-out loss against its label prior (`tables figure curves`)."""
         return {}
+
+    def figure_jobs(self) -> dict[str, FigureJob]:
+        return {figure: FigureJob(f"figure_{figure}", [self.layout.path("checkpoint_meta", checkpoint=c) for _, c in curves],
+                                  self.curve_args(figure), self.curve_caption(figure))
+                for figure, curves in self.curves().items()}
 
     def curve_args(self, figure: str) -> str:
         """`tables figure curves` arguments of one of its curve figures."""

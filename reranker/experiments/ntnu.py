@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
-from reranker.experiments.base import Plugin, section_problems
+from reranker.experiments.base import FigureJob, Plugin, section_problems
 from reranker.experiments.curves import LossCurves
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
@@ -224,6 +224,13 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
             stages["score"] = self.layout.path("benchmark", stage="score", name=f"{collection}.{ntnu_checkpoint(system)}"
                                                f".ntnu-passages.k{section['candidates']}")
         return stages
+
+    def figure_jobs(self) -> dict[str, FigureJob]:
+        """Its tables' figures (relevant ranks or loss curves), then its other models' loss curves."""
+        run_command = self.config["run_command"] + " ntnu"
+        return {table: FigureJob(f"ntnu_figure_{table}", self.figure_inputs(table), self.figure_args(table),
+                                 self.caption(table), {"command": run_command})
+                for table, spec in self.section["tables"].items() if spec["figure"] != "none"} | super().figure_jobs()
 
     def figure_inputs(self, table: str) -> list[str]:
         if self.section["tables"][table]["figure"] == "ranks":

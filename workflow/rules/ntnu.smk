@@ -135,8 +135,7 @@ rule ntnu_speed:
         "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
 
 
-for nt_table, nt_spec in NTNU_CFG["tables"].items():
-    nt_caption = NTNU.caption(nt_table)  # the table's, and its figure's
+for nt_table in NTNU_CFG["tables"]:  # their figures: the suite's figure rule (NTNU.figure_jobs)
 
     rule:
         name:
@@ -159,7 +158,7 @@ for nt_table, nt_spec in NTNU_CFG["tables"].items():
             significance=SIGNIFICANCE,
             baseline=FIRST_STAGES[NT_FIRST].label,
             measures=" ".join(NTNU_CFG["measures"]),
-            caption=nt_caption,
+            caption=NTNU.caption(nt_table),
             out=lambda w, output: output.md[: -len(".md")],
             command=CFG["run_command"] + " ntnu",
         shell:
@@ -167,28 +166,6 @@ for nt_table, nt_spec in NTNU_CFG["tables"].items():
             " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
             " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
             " --command {params.command:q} > {log}"
-
-    if nt_spec["figure"] != "none":
-
-        rule:
-            name:
-                f"ntnu_figure_{nt_table}"
-            input:
-                NTNU.figure_inputs(nt_table),
-            output:
-                figure_report(PATH("figure", figure=nt_table), "NTNU"),
-            log:
-                PATH("log", stage="figures", name=nt_table),
-            benchmark:
-                PATH("benchmark", stage="figures", name=nt_table)
-            conda:
-                ENV
-            params:
-                args=NTNU.figure_args(nt_table),
-                figure_caption=nt_caption,
-                command=CFG["run_command"] + " ntnu",
-            shell:
-                "python -m reranker tables figure {params.args} --out {output} > {log}"
 
 
 if NTNU_CFG["sweep_figure"]:

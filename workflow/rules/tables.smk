@@ -1,7 +1,6 @@
 # Every table of the configuration, written under the run folder, then compared with the reference.
 from snakemake.io import is_flagged
 
-from reranker.experiments.curves import LossCurves
 from reranker.formats import captions
 from reranker.formats.table_spec import write_spec
 from reranker.reproduction import reference
@@ -22,26 +21,28 @@ REPRODUCTION = [PATH("run_reproduction", pair=pair) for pair in CFG["reproductio
 TARGETS = EXP.part_targets(TABLES + REPRODUCTION) if CFG["part"] else TABLES
 # Every table's cells (labels and the files they come from), by table name: ours and each paper's plugin's.
 TABLE_SPECS = EXP.specs
-# Every paper's loss-curve figures (reranker/experiments/curves.py), one rule each, in the report under its class name.
-for curve_plugin in [plugin for plugin in EXP.plugins.values() if isinstance(plugin, LossCurves)]:
-    for curve_figure, curves in curve_plugin.curves().items():
+# Every paper's figures drawn by `tables figure` (its loss curves, NTNU's tables' figures), one rule each, in the
+# report under its plugin's class name.
+for figure_plugin in EXP.plugins.values():
+    for figure, job in figure_plugin.figure_jobs().items():
 
         rule:
             name:
-                f"figure_{curve_figure}"
+                job.rule
             input:
-                [PATH("checkpoint_meta", checkpoint=c) for _, c in curves],
+                job.inputs,
             output:
-                figure_report(PATH("figure", figure=curve_figure), type(curve_plugin).__name__),
+                figure_report(PATH("figure", figure=figure), type(figure_plugin).__name__),
             log:
-                PATH("log", stage="figures", name=curve_figure),
+                PATH("log", stage="figures", name=figure),
             benchmark:
-                PATH("benchmark", stage="figures", name=curve_figure)
+                PATH("benchmark", stage="figures", name=figure)
             conda:
                 ENV
             params:
-                args=curve_plugin.curve_args(curve_figure),
-                figure_caption=curve_plugin.curve_caption(curve_figure),
+                **job.params,
+                args=job.args,
+                figure_caption=job.caption,
             shell:
                 "python -m reranker tables figure {params.args} --out {output} > {log}"
 
