@@ -74,35 +74,23 @@ DIRECTIVES = frozenset(
 
 
 def folded(text: str) -> str:
-    """The text with every name and literal written as one placeholder, comments and docstrings gone,
-    line numbers kept: two runs that differ only in what they call things are then the same lines.
+    """The text with every name written as one placeholder, comments gone, line numbers kept: two runs that
+    differ only in what they call things are then the same lines.
 
-    Keywords, operators, attribute dots and Snakemake's directives stay, so the shape of a line is
-    compared, not its spelling. Text the tokenizer cannot read is returned as it is."""
+    Keywords, operators, literals and Snakemake's directives stay, so the shape of a line is compared, not
+    its spelling. A string over several lines is written on its first, so that Symilar still knows a
+    docstring by its quotes. Text the tokenizer cannot read is returned as it is."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
         return text
-    lines = [[] for _ in range(text.count("\n") + 2)]
-    previous = None
+    lines = [[] for _ in range(text.count("\n") + 1)]
     for tok in tokens:
-        kind, string, (row, _), (end_row, _) = tok.type, tok.string, tok.start, tok.end
-        if kind == tokenize.NAME:
-            word = string if keyword.iskeyword(string) or string in DIRECTIVES else "N"
-        elif kind in (tokenize.NUMBER, tokenize.STRING):
-            # A string standing alone on its line is a docstring (or a rule's shell text): dropped as
-            # Symilar drops docstrings.
-            alone = previous in (None, tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
-            word = None if alone and kind == tokenize.STRING and row != end_row else " ".join(string.split())
-        elif kind == tokenize.OP:
-            word = string
-        else:
-            word = None
-        if kind not in (tokenize.COMMENT, tokenize.NL):
-            previous = kind
-        if word is not None:
-            lines[row - 1].append(word)
-    return "\n".join(" ".join(w) for w in lines[: text.count("\n") + 1]) + "\n"
+        if tok.type == tokenize.NAME:
+            lines[tok.start[0] - 1].append(tok.string if keyword.iskeyword(tok.string) or tok.string in DIRECTIVES else "N")
+        elif tok.type in (tokenize.NUMBER, tokenize.STRING, tokenize.OP):
+            lines[tok.start[0] - 1].append(" ".join(tok.string.split()))
+    return "\n".join(" ".join(words) for words in lines) + "\n"
 
 
 def last_line(lineset, end: int) -> int:
