@@ -144,8 +144,9 @@ def compare(config: Mapping) -> dict:
 
 
 def promote(config: Mapping) -> dict:
-    """The reference, and the papers' folders published beside the suite's (their plugins' `published`)."""
-    return {"reference": config["reference"], "folders": list(config.get("published") or [])}
+    """The papers' folders a promote copies beside the suite's (their plugins' `published`); the reference is
+    compare's."""
+    return {"folders": list(config.get("published") or [])}
 
 
 def reproduction(config: Mapping, pair: str) -> dict:
