@@ -125,10 +125,10 @@ stale: setup
 	$(BIN)/python tools/stale.py $(PROFILE) --mark
 
 # Repeated code (tools/duplicates.py): a six-line pair of the same shape, names folded, anywhere in reranker/,
-# workflow/ or the rules fails, beyond the near-copies tools/duplicates.known still counts.
+# workflow/ or the rules fails.
 lint: setup
 	$(BIN)/ruff check reranker tests benchmarks tools
-	$(BIN)/python tools/duplicates.py --known tools/duplicates.known
+	$(BIN)/python tools/duplicates.py
 	$(BIN)/snakefmt --check Snakefile workflow/rules tests/plugins
 	$(BIN)/hadolint containers/Dockerfile
 	$(BIN)/snakemake --lint

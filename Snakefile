@@ -13,7 +13,7 @@ from reranker.formats import strict_yaml
 from reranker.formats.errors import input_error_line
 from reranker.workflow import data as run_data
 from reranker.workflow.run_lock import RunLock
-from reranker.workflow.experiment import SCORE_PRIORITY, Experiment, job_priority
+from reranker.workflow.experiment import Experiment, job_priority
 
 min_version("9.0")
 
@@ -85,6 +85,7 @@ include: "workflow/rules/collections.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/training.smk"
+include: "workflow/rules/rerank.smk"  # every paper's segment and score jobs, before the papers' rules that reuse them
 
 
 for plugin in EXP.plugins.values():  # each paper's own rules (reranker/experiments registers them)

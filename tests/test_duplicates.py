@@ -1,5 +1,5 @@
-"""tools/duplicates.py, the repeated-code check of `make lint`: what it counts as a pair (names folded), the
-known near-copies it allows, and a run over the repository, which must have no pair beyond them."""
+"""tools/duplicates.py, the repeated-code check of `make lint`: what it counts as a pair (names folded), and a
+run over the repository, which must have none."""
 
 from __future__ import annotations
 
@@ -49,20 +49,6 @@ def test_a_copy_with_its_names_changed_is_a_pair_and_one_with_other_literals_is_
     assert run(a, b).returncode == 0
 
 
-def test_known_pairs_are_allowed_up_to_their_count_and_a_count_too_high_fails(tmp_path):
-    a, b = tmp_path / "a.py", tmp_path / "b.py"
-    a.write_text("".join(BODY))
-    b.write_text("".join(BODY))
-    known = tmp_path / "known"
-    known.write_text(f"1 {b} {a}  # why\n")
-    assert run("--known", known, a, b).returncode == 0
-    known.write_text(f"2 {a} {b}\n")
-    done = run("--known", known, a, b)
-    assert done.returncode == 1 and f"{a} = {b}: 1 pairs, 2 known" in done.stdout
-    known.write_text(f"one {a} {b}\n")
-    assert "expected COUNT FILE FILE" in run("--known", known, a, b).stderr
-
-
-def test_the_repository_has_no_pair_beyond_the_known_ones():
-    done = run("--known", TOOL.parent / "duplicates.known")
+def test_the_repository_has_no_pair():
+    done = run()
     assert done.returncode == 0, done.stdout + done.stderr

@@ -146,7 +146,8 @@ def test_the_argparse_check_sees_every_form_of_the_import():
 PAPERS = ("birch", "radboud", "ntnu", "fake_paper", "gated_paper")
 CORE_FOLDERS = ("formats", "core", "measures", "neural", "corpora", "ranking", "reproduction", "report", "stages")
 CORE_RULES = ("Snakefile", "workflow/rules/common.smk", "workflow/rules/collections.smk", "workflow/rules/retrieval.smk",
-              "workflow/rules/evaluation.smk", "workflow/rules/training.smk", "workflow/rules/tables.smk")
+              "workflow/rules/evaluation.smk", "workflow/rules/training.smk", "workflow/rules/rerank.smk",
+              "workflow/rules/tables.smk")
 
 
 def paper_reads(source: str) -> list[tuple[int, str]]:

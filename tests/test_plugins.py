@@ -111,10 +111,11 @@ def test_each_rules_file_calls_only_what_its_own_plugin_has():
 # What the core (the Snakefile, the shared rules files, reranker/workflow, reranker/core's resolve) calls on every
 # plugin; and what the base itself builds that on (a section's reading, the hooks `generate` and `check` call).
 CONTRACT = {"name", "about", "rules", "wall_clock_part", "checkpoint_prefix", "named_rows", "section_schema", "paths",
-            "published", "figure_jobs", "enabled", "generate", "check", "resolved", "study", "collections", "outputs", "pages",
+            "published", "figure_jobs", "table_jobs", "stage_jobs",
+            "enabled", "generate", "check", "resolved", "study", "collections", "outputs", "pages",
             "table_specs"}
-BASE_HELPERS = {"section_of", "section", "slug", "checkpoints", "cross_check"}
-CORE = ["Snakefile", "workflow/rules/tables.smk", "workflow/rules/common.smk", "reranker/workflow/*.py",
+BASE_HELPERS = {"section_of", "section", "slug", "checkpoints", "cross_check", "score_job"}
+CORE = ["Snakefile", "workflow/rules/tables.smk", "workflow/rules/rerank.smk", "workflow/rules/common.smk", "reranker/workflow/*.py",
         "reranker/core/config.py", "reranker/experiments/__init__.py"]
 
 

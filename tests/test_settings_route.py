@@ -65,6 +65,22 @@ def test_every_rule_that_hands_a_stage_the_configuration_lists_its_settings():
     assert not missing, missing
 
 
+def test_every_segment_and_score_job_that_hands_a_stage_the_configuration_lists_its_settings(tmp_path):
+    """The same for the jobs the shared middle rule writes from each paper's plugin (workflow/rules/rerank.smk),
+    the test paper's included."""
+    from reranker import experiments
+    from reranker.workflow.experiment import Experiment
+
+    overlay = {"plugins": ["tests.plugins.fake_paper"], "fake_paper": {"collection": "cranfield"}, "run_dir": str(tmp_path)}
+    experiment = Experiment(experiments.load_config([REPO / "workflow" / "config" / "config.yaml"], overrides=overlay))
+    jobs = [(name, job) for name, plugin in experiment.plugins.items() for job in plugin.stage_jobs()]
+    assert {"birch", "radboud", "ntnu", "fake_paper"} <= {name for name, _ in jobs} and len(jobs) >= 8
+    handed = [(name, job) for name, job in jobs if re.match(r"\w+ --config \{params\.config\}", job.command)]
+    assert len(handed) == len(jobs)
+    missing = [f"{name}: {job.rule}" for name, job in handed if "settings" not in job.params]
+    assert not missing, missing
+
+
 # One setting per stage, each changed within its schema's bounds, and the rules whose every job must then rerun
 # (their params change) and, for the stages' own settings, nothing else: the quick DAG's jobs against the stored
 # snapshot (tests/data/dag/quick.json), both from tools/dag_jobs.py, in one dry run. The training's setting is a

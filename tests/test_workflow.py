@@ -235,7 +235,7 @@ def rules_with_logs() -> dict[str, set[str]]:
 def test_every_rule_that_does_work_declares_a_benchmark():
     """A rule with a log runs a stage: Snakemake's own benchmark times it (no hand-written timers)."""
     rules = rules_with_logs()
-    assert len(rules) >= 25 and "train" in rules and "score" in rules
+    assert len(rules) >= 25 and "train" in rules and any(rule.startswith("rerank.smk:") for rule in rules)  # segment, score
     missing = [rule for rule, directives in rules.items() if "log" in directives and "benchmark" not in directives]
     assert not missing, missing
 

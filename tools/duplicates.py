@@ -5,12 +5,10 @@ variables renamed is still a copy. Literals stay (two rules of one shape for oth
 comments, docstrings, imports, def signatures and field declarations do not count. The Snakefile and the
 .smk files are tokenized like Python, Snakemake's directives kept as words.
 
-    python tools/duplicates.py [--report] [--known FILE] [--min N] [PATH ...]
+    python tools/duplicates.py [--report] [--min N] [PATH ...]
 
 Prints one line per pair (`N lines: a.py:10-15 = rules/b.smk:40-45`), then the pairs by file. Exit 1
-when any pair is found, 0 with --report (a listing only). With --known (make lint: tools/duplicates.known),
-the pairs between two files that the file lists, up to its count, are allowed, and a count above what is
-found fails too, so that the list only shrinks as copies are merged.
+when any pair is found (make lint), 0 with --report (a listing only).
 """
 
 from __future__ import annotations
@@ -119,32 +117,11 @@ def name(f: Path) -> str:
     return str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f)
 
 
-def known_pairs(path: Path) -> Counter:
-    """(file, file) -> pairs allowed, from lines `COUNT FILE FILE  # why`."""
-    allowed = Counter()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        fields = line.split("#", 1)[0].split()
-        if not fields:
-            continue
-        if len(fields) != 3 or not fields[0].isdigit():
-            raise SystemExit(f"duplicates: error: {path}:{number}: expected COUNT FILE FILE, got {line!r}")
-        allowed[tuple(sorted(fields[1:]))] = int(fields[0])
-    return allowed
-
-
-def beyond_known(found: list[tuple[int, str, str]], allowed: Counter) -> list[str]:
-    """What differs from the known pairs: file pairs with more pairs than allowed, or with fewer."""
-    seen = Counter(tuple(sorted(loc.rsplit(":", 1)[0] for loc in locs)) for _, *locs in found)
-    return [f"{a} = {b}: {seen[a, b]} pairs, {allowed[a, b]} known" for a, b in sorted(seen | allowed)
-            if seen[a, b] != allowed[a, b]]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="duplicates", description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help=f"files or folders (default: {' '.join(DEFAULT)}, from the repository root)")
     ap.add_argument("--min", type=int, default=6, dest="least", help="shortest run reported, in lines (default 6)")
     ap.add_argument("--report", action="store_true", help="list the pairs and exit 0")
-    ap.add_argument("--known", type=Path, help="allow the pairs this file counts per pair of files (COUNT FILE FILE)")
     args = ap.parse_args(argv)
     found = pairs(sources(args.paths or [str(ROOT / p) for p in DEFAULT]), args.least)
     for n, a, b in found:
@@ -153,11 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     for f, k in per_file.most_common():
         print(f"  {f}: {k} pair{'s' * (k != 1)}")
     print(f"{len(found)} pair{'s' * (len(found) != 1)} of {args.least} or more lines of the same shape")
-    if args.known:
-        problems = beyond_known(found, known_pairs(args.known))
-        for problem in problems:
-            print(f"not as {args.known.name} says: {problem}")
-        return 1 if problems and not args.report else 0
     return 1 if found and not args.report else 0
 
 

@@ -1,6 +1,7 @@
 """What every paper's plugin has, and all the core calls on one: its configuration section and the resolve hooks
-over it, its rules file, the tables and pages it adds, the collections the DAG checks, the checkpoints it generates
-and the part of a run's wall clock that is its own. What a paper's own rules call on it is that paper's
+over it, its rules file, the tables and pages it adds, the jobs the shared rules write for it (segment and score,
+tables, figures), the collections the DAG checks, the checkpoints it generates and the part of a run's wall clock
+that is its own. What a paper's own rules call on it is that paper's
 (tests/test_plugins.py checks each rules file against its own plugin class).
 
 A plugin is built over the DAG's `Experiment` (reranker.workflow.experiment), which it reads for the run
@@ -34,6 +35,44 @@ class FigureJob:
     args: str
     caption: str
     params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableJob:
+    """A table the suite's table rule writes with `tables COMMAND` (workflow/rules/tables.smk), which adds the
+    sources' numbers (`{input.sources}`), the table's spec (`{input.spec}`), its files (`{output.numbers}`, and
+    `{params.out}`: their stem) and its log: its rule's name, the further files it reads by name, the command in
+    Snakemake's shell syntax, and the params it names (whose values rerun it when they change)."""
+
+    rule: str
+    inputs: Mapping[str, str | list[str]]
+    command: str
+    params: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """A paper's job of a reranking stage (segment, score) that the suite's middle rule writes as `python -m
+    reranker COMMAND 2> {log}` (workflow/rules/rerank.smk), which adds `{params.config}`: its rule's name, the
+    stage (its log's and benchmark's folder), the files it reads and writes by name (layout patterns, wildcards
+    kept; an input may be a function of the wildcards), its log's name, the command in Snakemake's shell syntax,
+    the params it names, and its threads, priority and GPUs (numbers, or functions of the wildcards)."""
+
+    rule: str
+    stage: str
+    inputs: Mapping[str, object]
+    outputs: Mapping[str, str]
+    name: str
+    command: str
+    params: Mapping[str, object] = field(default_factory=dict)
+    threads: object = 1
+    priority: object = 0
+    gpus: int = 0
+
+
+def significance(config: Mapping) -> str:
+    """The significance level and correction, as flags of `tables results` (a generic tool: they reach it so)."""
+    return f"--alpha {config['significance']['alpha']} --correction {config['significance']['correction']}"
 
 
 class Plugin:
@@ -145,6 +184,27 @@ class Plugin:
     def figure_jobs(self) -> dict[str, FigureJob]:
         """Its figures that the suite's figure rule draws (`tables figure`), by figure name; in the report under
         its class name."""
+        return {}
+
+    def stage_jobs(self) -> list[StageJob]:
+        """Its segment and score jobs, which the suite's middle rule writes (workflow/rules/rerank.smk)."""
+        return []
+
+    def score_job(self, rule: str, inputs: Mapping[str, object], output: str, name: str, command: str,
+                  **params) -> StageJob:
+        """A per-checkpoint score job (the `{checkpoint}` wildcard), as a paper with its own score files asks for
+        one: threads by the checkpoint and priority by those (a two-core job before one-core ones), the GPUs of
+        the configuration's `score`, the checkpoint's files among its inputs, and params that rerun it when its
+        checkpoint or its section's score settings change."""
+        threads = lambda w: self.exp.job_threads(w.checkpoint)  # noqa: E731
+        return StageJob(
+            rule, "score", {"checkpoint": lambda w: self.exp.checkpoint_files(w.checkpoint), **inputs}, {"scores": output},
+            name, command, {"settings": lambda w: self.exp.settings("score", checkpoint=w.checkpoint, section=self.name),
+                            "model": lambda w: self.exp.checkpoint_ref(w.checkpoint), **params},
+            threads, lambda w: self.exp.score_priority(threads(w)), self.config["score"]["gpus"])
+
+    def table_jobs(self) -> dict[str, TableJob]:
+        """Its tables that the suite's table rule writes, by table name; in the report under its class name."""
         return {}
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from reranker.core import settings
 from reranker.core.config import ConfigError, slug
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
-from reranker.experiments.base import PRECISION_WORDS, Plugin
+from reranker.experiments.base import PRECISION_WORDS, Plugin, StageJob
 
 
 class Birch(Plugin, name="birch"):
@@ -65,6 +65,35 @@ class Birch(Plugin, name="birch"):
     def candidates(self) -> int:
         """K: the first stage's top documents reranked (the suite's `segment.candidates`)."""
         return self.config["segment"]["candidates"]
+
+    def stage_jobs(self) -> list[StageJob]:
+        """Sentences (pysbd) or fixed word passages of the first stage's top-K documents; every (query, unit) of
+        them scored, cached by content and resumable by shard. With score.parts = N > 1, one score job per block
+        of shards ({part} = I-of-N), which its gather rule joins (workflow/rules/birch.smk)."""
+        pattern, score = self.layout.pattern, self.config["score"]
+        segments = pattern("segments", first_stage=self.first_stage, k=self.candidates)
+        inputs = {"run": pattern("trec_run", run=self.first_stage), "topics": pattern("topics")}
+        sharded = score["parts"] > 1
+        scores = pattern("scores_part" if sharded else "scores", first_stage=self.first_stage, k=self.candidates)
+        threads = score["threads"] or self.config["threads"]
+        return [
+            StageJob("segment", "segment", {"docs": pattern("docs"), **inputs}, {"segments": segments}, "{collection}.{unit}",
+                     "segment --config {params.config} --docs {input.docs} --run {input.run} --topics {input.topics}"
+                     " --unit {wildcards.unit} --out {output}",
+                     {"settings": self.exp.settings("segment")}),
+            StageJob("score", "score",
+                     {"checkpoint": lambda w: self.exp.checkpoint_files(w.checkpoint), "segments": segments, **inputs,
+                      "qrels": pattern("qrels")},
+                     {"scores": scores, "meta": f"{scores}.meta.json"},
+                     "{collection}.{checkpoint}.{unit}" + (".part{part}" if sharded else ""),
+                     "score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
+                     " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics}"
+                     " --qrels {input.qrels} --part {params.part} --threads {threads} --out {output.scores}",
+                     {"settings": lambda w: self.exp.settings("score", checkpoint=w.checkpoint),
+                      "model": lambda w: self.exp.checkpoint_ref(w.checkpoint), "cache": self.layout.path("score_cache"),
+                      "part": lambda w: w.get("part", "1-of-1").replace("-of-", "/")},
+                     threads, self.exp.score_priority(threads, longest=True), score["gpus"]),
+        ]
 
     @property
     def target_slugs(self) -> list[str]:

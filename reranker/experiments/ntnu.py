@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
-from reranker.experiments.base import FigureJob, Plugin, section_problems
+from reranker.experiments.base import FigureJob, Plugin, StageJob, TableJob, section_problems, significance
 from reranker.experiments.curves import LossCurves
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
@@ -107,6 +107,26 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
     def depth(self) -> int:
         """Candidates segmented: the largest R of the tables and of the sweep."""
         return max([self.section["candidates"]] + (self.section["candidate_sweep"] if self.section["sweep_figure"] else []))
+
+    def stage_jobs(self) -> list[StageJob]:
+        """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R),
+        and a model's scores of those of the top k, uncached: its benchmark times the model."""
+        pattern, first = self.layout.pattern, self.section["first_stage"]
+        segments = pattern("ntnu_segments", first_stage=first, k=self.depth)
+        inputs = {"run": pattern("trec_run", run=first), "topics": pattern("topics")}
+        return [
+            StageJob("segment_ntnu", "segment", {"docs": pattern("docs"), **inputs}, {"segments": segments},
+                     "{collection}.ntnu-passages",
+                     "segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
+                     " --run {input.run} --topics {input.topics} --unit passages --out {output}",
+                     {"settings": self.exp.settings("segment", section="ntnu", candidates=self.depth), "candidates": self.depth}),
+            self.score_job("score_ntnu", {"segments": segments, **inputs, "qrels": pattern("qrels")},
+                           pattern("ntnu_scores", first_stage=first), "{collection}.{checkpoint}.ntnu-passages.k{k}",
+                           "score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
+                           " --model {params.model:q} --candidates {wildcards.k} --no-cache --segments {input.segments}"
+                           " --run {input.run} --topics {input.topics} --qrels {input.qrels} --threads {threads}"
+                           " --out {output.scores}"),
+        ]
 
     def run(self, model: str, aggregation: str, candidates: int | None = None) -> str:
         """A reranked run: at the tables' R, or (the sweep) at R out of the deepest scoring."""
@@ -224,6 +244,21 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
             stages["score"] = self.layout.path("benchmark", stage="score", name=f"{collection}.{ntnu_checkpoint(system)}"
                                                f".ntnu-passages.k{section['candidates']}")
         return stages
+
+    def table_jobs(self) -> dict[str, TableJob]:
+        """Every table: its rows against the first stage, with the suite's significance marks; its machine-measured
+        columns stored, not compared."""
+        command = ("results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
+                   " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
+                   " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers}"
+                   " --sources {input.sources} --command {params.command:q}")
+        return {table: TableJob(
+            f"ntnu_table_{table}", {"files": self.table_inputs(table), "metas": self.table_metas(table)}, command,
+            {"machine": " ".join(f"--machine-column {shlex.quote(c)}" for c in self.machine_columns(table)),
+             "significance": significance(self.config), "baseline": FIRST_STAGES[self.section["first_stage"]].label,
+             "measures": " ".join(self.section["measures"]), "caption": self.caption(table),
+             "command": self.config["run_command"] + " ntnu"})
+            for table in self.section["tables"]}
 
     def figure_jobs(self) -> dict[str, FigureJob]:
         """Its tables' figures (relevant ranks or loss curves), then its other models' loss curves."""

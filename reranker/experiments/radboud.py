@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import FIRST_STAGES
-from reranker.experiments.base import PRECISION_WORDS, Plugin, section_problems
+from reranker.experiments.base import PRECISION_WORDS, Plugin, StageJob, TableJob, section_problems, significance
 from reranker.experiments.curves import LossCurves
 from reranker.formats.layout import PATTERNS
 
@@ -126,6 +126,50 @@ class Radboud(LossCurves, Plugin, name="radboud", wall_clock_part="radboud|segme
 
     def pretraining_tables(self) -> list[str]:
         return [t for t in self.section["tables"] if any(t in p["tables"] for p in self.section["pretraining"].values())]
+
+    def stage_jobs(self) -> list[StageJob]:
+        """The first stage's top candidates as whole documents (title + text), one unit each; a per-fold
+        checkpoint's scores of its fold's test queries' candidates, read by one ranking."""
+        pattern, first = self.layout.pattern, self.section["first_stage"]
+        return [
+            StageJob("segment_documents", "segment",
+                     {"docs": pattern("docs"), "run": pattern("trec_run", run=first), "topics": pattern("topics")},
+                     {"segments": pattern("segments", first_stage=first, k=self.section["candidates"], unit="documents")},
+                     "{collection}.documents",
+                     "segment --config {params.config} --section radboud --docs {input.docs} --run {input.run}"
+                     " --topics {input.topics} --unit documents --out {output}",
+                     {"settings": self.exp.settings("segment", section="radboud")}),
+            self.score_job("score_radboud",
+                           {"segments": pattern("segments", unit="documents"), "run": pattern("trec_run", run="{first_stage}"),
+                            "topics": pattern("topics"), "folds": pattern("work_folds")},
+                           pattern("radboud_scores"), "{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}",
+                           "score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
+                           " --model {params.model:q} --cache {params.cache:q} --ranking {wildcards.ranking}"
+                           " --folds {input.folds} --segments {input.segments} --run {input.run} --topics {input.topics}"
+                           " --threads {threads} --out {output.scores}",
+                           cache=self.layout.path("score_cache")),
+        ]
+
+    def table_jobs(self) -> dict[str, TableJob]:
+        """The ranking tables (rows against the first stage and, where it has one, the table's own baseline row,
+        with the suite's significance marks), then the pretraining tables (what each pretraining learned)."""
+        command = self.config["run_command"] + " radboud"
+        ranking = ("results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
+                   " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
+                   " --caption {params.caption:q} --formats md csv tex html --sources {input.sources}"
+                   " --out {params.out} --numbers {output.numbers} --command {params.command:q}")
+        pretraining = ("pretraining --spec {input.spec} --caption {params.caption:q} --formats md csv tex html"
+                       " --out {params.out} --numbers {output.numbers} --command {params.command:q} --sources {input.sources}")
+        jobs = {table: TableJob(
+            f"radboud_table_{table}",
+            {kind: self.exp.spec_files(table, kind) for kind in ("eval", "checkpoints", "value")}, ranking,
+            {"significance": significance(self.config), "baseline": FIRST_STAGES[self.section["first_stage"]].label,
+             "second": self.baseline_row(table) or "", "measures": " ".join(self.section["measures"]),
+             "caption": self.caption(table), "command": command})
+            for table in self.ranking_tables()}
+        return jobs | {table: TableJob(f"radboud_table_{table}", {"metas": self.exp.spec_files(table, "checkpoints")},
+                                       pretraining, {"caption": self.section["tables"][table], "command": command})
+                       for table in self.pretraining_tables()}
 
     def point_label(self, point: int) -> str:
         """A grid point's column: its learning rate and epochs."""

@@ -105,6 +105,10 @@ class Experiment:
         early = EARLY_PRIORITY if self.checkpoint(name).get("start_early") else 0
         return job_priority(self.job_threads(name), TRAIN_PRIORITY + early)
 
+    def score_priority(self, threads: int, longest: bool = False) -> int:
+        """A score job's scheduling priority: by its threads, and the longest ones (Birch's) before the rest."""
+        return job_priority(threads, SCORE_PRIORITY if longest else 0)
+
     def checkpoint_files(self, name: str) -> list[str]:
         """Inputs a checkpoint needs: a fine-tuned one's marker file; nothing for fetched ones."""
         return [self.layout.path("checkpoint_meta", checkpoint=name)] if self.is_finetuned(name) else []

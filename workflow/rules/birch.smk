@@ -1,5 +1,5 @@
-# Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): segment the first-stage top-K, score every (query, unit)
-# with its checkpoints (trained by workflow/rules/training.smk), fuse with cross-validation, the aggregation
+# Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): the first-stage top-K segmented and every (query, unit) scored
+# with its checkpoints (its stage_jobs, in workflow/rules/rerank.smk) (trained by workflow/rules/training.smk), fuse with cross-validation, the aggregation
 # baselines; its main table: the first stage, each checkpoint's fused rows and the aggregation rows on every
 # target; its notes, loss curves, chosen fusion weights and evidence page.
 #   plugin: reranker/experiments/birch.py; included when it is active (birch.targets)
@@ -7,71 +7,7 @@
 BIRCH = EXP.plugins["birch"]
 FIRST = BIRCH.first_stage  # the run it segments, scores and fuses
 CANDIDATES = BIRCH.candidates
-
-
-rule segment:
-    """Sentences (pysbd) or fixed word passages of the first stage's top-K documents."""
-    input:
-        docs=pattern("docs"),
-        run=pattern("trec_run", run=FIRST),
-        topics=pattern("topics"),
-    output:
-        pattern("segments", first_stage=FIRST, k=CANDIDATES),
-    log:
-        pattern("log", stage="segment", name="{collection}.{unit}"),
-    benchmark:
-        pattern("benchmark", stage="segment", name="{collection}.{unit}")
-    conda:
-        ENV
-    params:
-        config=CONFIG_FILE,
-        settings=settings("segment"),
-    shell:
-        "python -m reranker segment --config {params.config} --docs {input.docs} --run {input.run}"
-        " --topics {input.topics} --unit {wildcards.unit} --out {output} 2> {log}"
-
-
-SCORE_PARTS = CFG["score"]["parts"]
-SCORE_THREADS = CFG["score"]["threads"] or THREADS
-SCORE_OUT = (
-    pattern("scores_part", first_stage=FIRST, k=CANDIDATES) if SCORE_PARTS > 1 else pattern("scores", first_stage=FIRST, k=CANDIDATES)
-)
-SCORE_LOG = "{collection}.{checkpoint}.{unit}" if SCORE_PARTS == 1 else "{collection}.{checkpoint}.{unit}.part{part}"
-
-
-rule score:
-    """Score every (query, unit) of the top-K documents; cached by content, resumable by shard.
-
-    With score.parts = N > 1, one job per block of shards ({part} = I-of-N), gathered by gather_scores."""
-    input:
-        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=pattern("segments", first_stage=FIRST, k=CANDIDATES),
-        run=pattern("trec_run", run=FIRST),
-        topics=pattern("topics"),
-        qrels=pattern("qrels"),
-    output:
-        scores=SCORE_OUT,
-        meta=f"{SCORE_OUT}.meta.json",
-    log:
-        pattern("log", stage="score", name=SCORE_LOG),
-    benchmark:
-        pattern("benchmark", stage="score", name=SCORE_LOG)
-    priority: job_priority(SCORE_THREADS, SCORE_PRIORITY)
-    conda:
-        ENV
-    threads: SCORE_THREADS
-    resources:
-        gpu=CFG["score"]["gpus"],
-    params:
-        config=CONFIG_FILE,
-        settings=lambda w: settings("score", checkpoint=w.checkpoint),
-        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
-        cache=CACHE,
-        part=lambda w: w.get("part", "1-of-1").replace("-of-", "/"),
-    shell:
-        "python -m reranker score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
-        " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics} --qrels {input.qrels}"
-        " --part {params.part} --threads {threads} --out {output.scores} 2> {log}"
+SCORE_PARTS = CFG["score"]["parts"]  # its segment and score jobs: BIRCH.stage_jobs (workflow/rules/rerank.smk)
 
 
 if SCORE_PARTS > 1:

@@ -3,9 +3,9 @@
 # environment's: the suite's venv (the Makefile puts it first on PATH), conda's or the container's.
 import os
 import shlex
-from types import SimpleNamespace
 
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES, RANKINGS, UNITS, wildcard_pattern
+from reranker.experiments.base import significance
 
 pattern = EXP.layout.pattern  # a path pattern under the run folder, wildcards kept
 PATH = EXP.layout.path  # the same, filled
@@ -31,20 +31,7 @@ CACHE = PATH("score_cache")
 # The table builder is a generic tool: the significance level and correction reach it as flags.
 # The sources' own numbers, shown beside ours in every table of theirs.
 SOURCE_NUMBERS = "workflow/config/source_numbers.yaml"
-SIGNIFICANCE = f"--alpha {CFG['significance']['alpha']} --correction {CFG['significance']['correction']}"
-
-
-def score_job(section):
-    """A paper's per-checkpoint score job, defined once for every paper that scores with its own rule: threads
-    and priority by the checkpoint (a two-core job before one-core ones), the GPUs it asks for, and params that
-    rerun it when its checkpoint or the score settings of its section change."""
-    threads = lambda w: EXP.job_threads(w.checkpoint)
-    params = dict(
-        config=CONFIG_FILE,
-        settings=lambda w: settings("score", checkpoint=w.checkpoint, section=section),
-        model=lambda w: EXP.checkpoint_ref(w.checkpoint),
-    )
-    return SimpleNamespace(threads=threads, priority=lambda w: job_priority(threads(w)), gpus=CFG["score"]["gpus"], params=params)
+SIGNIFICANCE = significance(CFG)
 
 
 def table_report(path, category):

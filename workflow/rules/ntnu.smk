@@ -2,72 +2,19 @@
 # aggregated per document (Max, Mean), with fine-tuning choices, model size and distillation as rows.
 #   snakemake --cores all ntnu
 
-#   plugin: reranker/experiments/ntnu.py (rows, captions, checkpoints); included when it is active
+#   plugin: reranker/experiments/ntnu.py (rows, captions, checkpoints, its segment, score and table jobs); included when it is active
 
 from reranker.experiments.ntnu import ntnu_checkpoint
 
 NTNU = EXP.plugins["ntnu"]
 NTNU_CFG = CFG["ntnu"]
 NT_FIRST = NTNU_CFG["first_stage"]
-NTNU_SCORE = score_job("ntnu")  # threads, priority, GPUs and params of its score job (common.smk)
 
 
 wildcard_constraints:
     ntnu_model=wildcard_pattern(NTNU_CFG["models"]),
     aggregation=wildcard_pattern(AGGREGATORS),
     r="[0-9]+",
-
-
-rule segment_ntnu:
-    """Titled, overlapping word passages of the first stage's top candidates (down to the sweep's deepest R)."""
-    input:
-        docs=pattern("docs"),
-        run=pattern("trec_run", run=NT_FIRST),
-        topics=pattern("topics"),
-    output:
-        pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
-    log:
-        pattern("log", stage="segment", name="{collection}.ntnu-passages"),
-    benchmark:
-        pattern("benchmark", stage="segment", name="{collection}.ntnu-passages")
-    conda:
-        ENV
-    params:
-        config=CONFIG_FILE,
-        settings=settings("segment", section="ntnu", candidates=NTNU.depth),
-        candidates=NTNU.depth,
-    shell:
-        "python -m reranker segment --config {params.config} --section ntnu --candidates {params.candidates} --docs {input.docs}"
-        " --run {input.run} --topics {input.topics} --unit passages --out {output} 2> {log}"
-
-
-rule score_ntnu:
-    """A model scores the passages of the top k candidates, uncached: its benchmark times the model."""
-    input:
-        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=pattern("ntnu_segments", first_stage=NT_FIRST, k=NTNU.depth),
-        run=pattern("trec_run", run=NT_FIRST),
-        topics=pattern("topics"),
-        qrels=pattern("qrels"),
-    output:
-        pattern("ntnu_scores", first_stage=NT_FIRST),
-    log:
-        pattern("log", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}"),
-    benchmark:
-        pattern("benchmark", stage="score", name="{collection}.{checkpoint}.ntnu-passages.k{k}")
-    priority: NTNU_SCORE.priority
-    conda:
-        ENV
-    threads: NTNU_SCORE.threads
-    resources:
-        gpu=NTNU_SCORE.gpus,
-    params:
-        **NTNU_SCORE.params,
-    shell:
-        "python -m reranker score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
-        " --model {params.model:q}"
-        " --candidates {wildcards.k} --no-cache --segments {input.segments} --run {input.run}"
-        " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output} 2> {log}"
 
 
 rule rerank_ntnu:
@@ -133,39 +80,6 @@ rule ntnu_speed:
         stages=lambda w, input: " ".join(f"--stage {name}:{path}" for name, path in input.items() if name != "topics"),
     shell:
         "python -m reranker speed {params.stages} --topics {input.topics} --out {output} 2> {log}"
-
-
-for nt_table in NTNU_CFG["tables"]:  # their figures: the suite's figure rule (NTNU.figure_jobs)
-
-    rule:
-        name:
-            f"ntnu_table_{nt_table}"
-        input:
-            NTNU.table_inputs(nt_table),
-            metas=NTNU.table_metas(nt_table),
-            sources=SOURCE_NUMBERS,
-            spec=PATH("table_spec", table=nt_table),
-        output:
-            **table_files(nt_table, "NTNU"),
-        log:
-            PATH("log", stage="tables", name=nt_table),
-        benchmark:
-            PATH("benchmark", stage="tables", name=nt_table)
-        conda:
-            ENV
-        params:
-            machine=" ".join(f"--machine-column {shlex.quote(c)}" for c in NTNU.machine_columns(nt_table)),
-            significance=SIGNIFICANCE,
-            baseline=FIRST_STAGES[NT_FIRST].label,
-            measures=" ".join(NTNU_CFG["measures"]),
-            caption=NTNU.caption(nt_table),
-            out=lambda w, output: output.md[: -len(".md")],
-            command=CFG["run_command"] + " ntnu",
-        shell:
-            "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
-            " --measures {params.measures} --row-header Reranker {params.machine} --meta {input.metas}"
-            " --caption {params.caption:q} --out {params.out} --formats md csv tex html --numbers {output.numbers} --sources {input.sources}"
-            " --command {params.command:q} > {log}"
 
 
 if NTNU_CFG["sweep_figure"]:

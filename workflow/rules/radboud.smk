@@ -2,11 +2,10 @@
 # trained per fold, with training strategies as rows (enrich, MLM/NSP transfer, label heads, regression).
 #   snakemake --cores all radboud
 
-#   plugin: reranker/experiments/radboud.py (rows, captions, checkpoints); included when it is active
+#   plugin: reranker/experiments/radboud.py (rows, captions, checkpoints, its segment, score and table jobs); included when it is active
 
 RADBOUD = EXP.plugins["radboud"]
 RADBOUD_CFG = CFG["radboud"]
-RADBOUD_SCORE = score_job("radboud")  # threads, priority, GPUs and params of its score job (common.smk)
 PROVIDED = wildcard_pattern(RADBOUD_CFG["provided_candidates"])  # the collection's own runs that the baseline reranks too
 
 for provided in RADBOUD_CFG["provided_candidates"]:  # name a missing run, and where it goes, before any job starts
@@ -17,58 +16,6 @@ wildcard_constraints:
     variant=wildcard_pattern(RADBOUD_CFG["variants"]),
     ranking=wildcard_pattern(RANKINGS),
     point="[0-9]+",
-
-
-rule segment_documents:
-    """The first stage's top candidates as whole documents (title + text), one unit each."""
-    input:
-        docs=pattern("docs"),
-        run=pattern("trec_run", run=RADBOUD_CFG["first_stage"]),
-        topics=pattern("topics"),
-    output:
-        pattern("segments", first_stage=RADBOUD_CFG["first_stage"], k=RADBOUD_CFG["candidates"], unit="documents"),
-    log:
-        pattern("log", stage="segment", name="{collection}.documents"),
-    benchmark:
-        pattern("benchmark", stage="segment", name="{collection}.documents")
-    conda:
-        ENV
-    params:
-        config=CONFIG_FILE,
-        settings=settings("segment", section="radboud"),
-    shell:
-        "python -m reranker segment --config {params.config} --section radboud --docs {input.docs}"
-        " --run {input.run} --topics {input.topics} --unit documents --out {output} 2> {log}"
-
-
-rule score_radboud:
-    """A per-fold checkpoint scores its fold's test queries' candidates, read by one ranking."""
-    input:
-        checkpoint=lambda w: EXP.checkpoint_files(w.checkpoint),
-        segments=pattern("segments", unit="documents"),
-        run=pattern("trec_run", run="{first_stage}"),
-        topics=pattern("topics"),
-        folds=pattern("work_folds"),
-    output:
-        pattern("radboud_scores"),
-    log:
-        pattern("log", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}"),
-    benchmark:
-        pattern("benchmark", stage="score", name="{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}")
-    priority: RADBOUD_SCORE.priority
-    conda:
-        ENV
-    threads: RADBOUD_SCORE.threads
-    resources:
-        gpu=RADBOUD_SCORE.gpus,
-    params:
-        **RADBOUD_SCORE.params,
-        cache=CACHE,
-    shell:
-        "python -m reranker score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
-        " --model {params.model:q} --cache {params.cache:q}"
-        " --ranking {wildcards.ranking} --folds {input.folds} --segments {input.segments} --run {input.run}"
-        " --topics {input.topics} --threads {threads} --out {output} 2> {log}"
 
 
 rule join_fold_scores:
@@ -193,64 +140,3 @@ if RADBOUD.split_table():
         shell:
             "python -m reranker tables split --numbers {input.numbers} --sources {input.sources} {params.rows}"
             " --measures {params.measures} --out {output} --command {params.command:q} > {log}"
-
-
-for rb_table in RADBOUD.ranking_tables():
-
-    rule:
-        name:
-            f"radboud_table_{rb_table}"
-        input:
-            evals=spec_files(rb_table, "eval"),
-            checkpoints=spec_files(rb_table, "checkpoints"),
-            values=spec_files(rb_table, "value"),
-            sources=SOURCE_NUMBERS,
-            spec=PATH("table_spec", table=rb_table),
-        output:
-            **table_files(rb_table, "Radboud"),
-        log:
-            PATH("log", stage="tables", name=rb_table),
-        benchmark:
-            PATH("benchmark", stage="tables", name=rb_table)
-        conda:
-            ENV
-        params:
-            significance=SIGNIFICANCE,
-            baseline=FIRST_STAGES[RADBOUD_CFG["first_stage"]].label,
-            second=RADBOUD.baseline_row(rb_table) or "",
-            measures=" ".join(RADBOUD_CFG["measures"]),
-            caption=RADBOUD.caption(rb_table),
-            out=lambda w, output: output.md[: -len(".md")],
-            command=CFG["run_command"] + " radboud",
-        shell:
-            "python -m reranker tables results --spec {input.spec} --baseline-row {params.baseline:q} {params.significance}"
-            " --second-baseline-row {params.second:q} --measures {params.measures} --row-header Reranker"
-            " --caption {params.caption:q} --formats md csv tex html --sources {input.sources}"
-            " --out {params.out} --numbers {output.numbers} --command {params.command:q} > {log}"
-
-
-for rb_table in RADBOUD.pretraining_tables():
-
-    rule:
-        name:
-            f"radboud_table_{rb_table}"
-        input:
-            metas=spec_files(rb_table, "checkpoints"),
-            sources=SOURCE_NUMBERS,
-            spec=PATH("table_spec", table=rb_table),
-        output:
-            **table_files(rb_table, "Radboud"),
-        log:
-            PATH("log", stage="tables", name=rb_table),
-        benchmark:
-            PATH("benchmark", stage="tables", name=rb_table)
-        conda:
-            ENV
-        params:
-            caption=RADBOUD_CFG["tables"][rb_table],
-            out=lambda w, output: output.md[: -len(".md")],
-            command=CFG["run_command"] + " radboud",
-        shell:
-            "python -m reranker tables pretraining --spec {input.spec} --caption {params.caption:q}"
-            " --formats md csv tex html --out {params.out} --numbers {output.numbers} --command {params.command:q}"
-            " --sources {input.sources} > {log}"

@@ -47,6 +47,33 @@ for figure_plugin in EXP.plugins.values():
                 "python -m reranker tables figure {params.args} --out {output} > {log}"
 
 
+# Every paper's tables written by its command of `tables` (its plugin's table_jobs), one rule each, in the report
+# under its plugin's class name.
+for table_plugin in EXP.plugins.values():
+    for table, job in table_plugin.table_jobs().items():
+
+        rule:
+            name:
+                job.rule
+            input:
+                **job.inputs,
+                sources=SOURCE_NUMBERS,
+                spec=PATH("table_spec", table=table),
+            output:
+                **table_files(table, type(table_plugin).__name__),
+            log:
+                PATH("log", stage="tables", name=table),
+            benchmark:
+                PATH("benchmark", stage="tables", name=table)
+            conda:
+                ENV
+            params:
+                **job.params,
+                out=lambda w, output: output.md[: -len(".md")],
+            shell:
+                f"python -m reranker tables {job.command} > {{log}}"
+
+
 # The rules that draw figures: those whose params caption them (the report's caption, figure_report).
 FIGURE_RULES = [rule_ for rule_ in workflow.rules if "figure_caption" in rule_.params.keys()]
 # Every file they draw (each figure, and the points of one a claim reads): read by the seed index.
