@@ -81,6 +81,21 @@ def test_every_segment_and_score_job_that_hands_a_stage_the_configuration_lists_
     assert not missing, missing
 
 
+def test_a_section_names_its_own_tokenizer_and_null_keeps_the_suites():
+    """Birch fills the suite's `segment.tokenizer` (its first checkpoint's model); a thesis whose model is another
+    names its own, which only its segment jobs read."""
+    from reranker import experiments
+    from reranker.core import settings
+
+    config = experiments.load_config([REPO / "workflow" / "config" / "config.yaml"])
+    suite = config["segment"]["tokenizer"]
+    assert suite and config["ntnu"]["tokenizer"] is None
+    assert settings.segment(config, "ntnu")["tokenizer"] == settings.segment(config, "radboud")["tokenizer"] == suite
+    config = experiments.load_config([REPO / "workflow" / "config" / "config.yaml"], overrides={"ntnu": {"tokenizer": "bert-base-uncased"}})
+    assert settings.segment(config, "ntnu")["tokenizer"] == "bert-base-uncased"
+    assert settings.segment(config, "radboud")["tokenizer"] == settings.segment(config)["tokenizer"] == suite
+
+
 # One setting per stage, each changed within its schema's bounds, and the rules whose every job must then rerun
 # (their params change) and, for the stages' own settings, nothing else: the quick DAG's jobs against the stored
 # snapshot (tests/data/dag/quick.json), both from tools/dag_jobs.py, in one dry run. The training's setting is a

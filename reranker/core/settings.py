@@ -24,12 +24,6 @@ def hub_model(config: Mapping, name: str) -> str:
     return entry["model"] if entry["source"] == "hf" else hub_model(config, entry["base"])
 
 
-def tokenizer(config: Mapping) -> str | None:
-    """The tokenizer that sets segment's token budget: `segment.tokenizer` (filled when the configuration is
-    resolved with the papers' plugins; None where nothing filled it: the segment stage's default)."""
-    return config["segment"].get("tokenizer")
-
-
 def _section(config: Mapping, section: str | None) -> Mapping:
     if section is None:
         return {}
@@ -87,10 +81,13 @@ def evaluate(config: Mapping, collection: str) -> dict:
 
 
 def segment(config: Mapping, section: str | None = None, candidates: int | None = None) -> dict:
-    """Candidates K, the token budget and passage windows; a section's own where it has them."""
+    """Candidates K, the token budget, the tokenizer that counts it and passage windows; a section's own where it
+    has them (a section's tokenizer left null: the suite's `segment.tokenizer`)."""
     own = _section(config, section)
     settings = {**config["segment"]}  # its tokenizer last (the schema's order)
     settings.update({key: own[key] for key in ("candidates", "passages") if key in own})
+    if own.get("tokenizer") is not None:
+        settings["tokenizer"] = own["tokenizer"]
     if candidates is not None:  # a depth the experiment works out (NTNU: the deepest R of its sweep)
         settings["candidates"] = candidates
     return settings

@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     add_files(parser, "docs", "run", "topics", "out", out="output JSONL")
     parser.add_argument("--unit", choices=UNITS, default="sentences")
     add_config(parser, "segment (its tokenizer: segment.tokenizer, which the resolved configuration fills)")
-    parser.add_argument("--section", help="a configuration section (radboud, ntnu) whose candidates K and passages "
-                        "replace segment:'s")
+    parser.add_argument("--section", help="a configuration section (radboud, ntnu) whose candidates K, passages and "
+                        "tokenizer replace segment:'s")
     parser.add_argument("--candidates", type=int, help="segment the run's top K (default: the settings')")
     args = parser.parse_args(argv)
     from reranker.core import settings as stage_settings
