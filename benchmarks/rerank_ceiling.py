@@ -1,7 +1,7 @@
 """The most a reranker of a run's top R can reach: every judged-relevant document of the top R moved to
 its head (by grade, then in the run's order), the rest in the run's order, beside the run itself.
 
-Headroom for a reranker (issue 40's NTNU item): if BM25 is already near this ceiling, no reranker
+Headroom for a reranker (asked of the NTNU rows): if BM25 is already near this ceiling, no reranker
 of its top R can show much. Measured as the evaluate stage measures, on the run folder's own run and qrels.
 
     python benchmarks/rerank_ceiling.py --run runs/x/work/runs/beir-scifact-test/bm25.run \

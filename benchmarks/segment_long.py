@@ -1,4 +1,4 @@
-"""The segment stage on one very long document: time linear in its length (issue 59).
+"""The segment stage on one very long document: time linear in its length.
 
 pysbd is quadratic in a text's length; the stage splits a title or body over the splitter's window
 (20,000 characters) window by window (reranker/formats/long_text.py). Measured here: `segment --unit

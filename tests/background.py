@@ -2,7 +2,7 @@
 
 The quick DAG runs two one-thread jobs at a time but waits on its longest chains (training before scoring),
 and the rest of the suite mostly runs on one thread: side by side they kept 2 cores 94% busy, and `make
-test` took 27 minutes instead of 77 (issue 37: under 35 minutes on 2 cores).
+test` took 27 minutes instead of 77 (the target: under 35 minutes on 2 cores).
 """
 
 from __future__ import annotations

@@ -447,11 +447,11 @@ def test_the_stored_seed_file_is_valid():
 
 
 def test_the_stored_default_keeps_a_learned_birch_row():
-    """What issues 8 and 40 asked of the stored default (results/, from a clean run), so that promoting a worse
+    """The learned Birch rows the stored default must keep (results/, from a clean run), so that promoting a worse
     run fails here. Of the fine-tuned checkpoints (the table's provenance names them), one
     - alone (MaxP over sentences) reaches the zero-shot bi-encoder alone on AP on at least 3 of the 4 targets,
-    - fused, beats BM25+RM3 on AP significantly with Holm's correction over its own fused rows (1S-3S), as the
-      issue 40 asked, on at least 3 of the 4 targets;
+    - fused, beats BM25+RM3 on AP significantly with Holm's correction over its own fused rows (1S-3S),
+      on at least 3 of the 4 targets;
     the classifier alone reaches 0.8x BM25+RM3's AP on Cranfield; and every fine-tuned checkpoint's kept held-out
     loss is clearly below its label prior's (notes.learned: by more than the margin)."""
     results = Path(__file__).resolve().parent.parent / "results"
@@ -481,7 +481,7 @@ def test_the_stored_default_keeps_a_learned_birch_row():
 
 
 def test_the_stored_default_keeps_learned_radboud_and_ntnu_rows():
-    """What issue 40 asked of the stored default's Radboud and NTNU tables (results/, from a clean run):
+    """The learned rows the stored default's Radboud and NTNU tables must keep (results/, from a clean run):
     - Radboud: every fold's baseline checkpoint ends at least 15% below its label prior on held-out pairs, the
       baseline is above BM25 on nDCG@20 and on the thesis' measure (pooled over the folds), and every variant
       starts as the baseline does (the configuration carries the base's trained head into every row);
@@ -622,7 +622,7 @@ def test_every_stored_tables_rows_groups_and_columns_are_in_the_catalog():
 
 
 def test_a_misspelt_name_in_the_stored_claims_is_refused_and_a_row_this_run_lacks_is_not_run(tmp_path, run_dir):
-    """Issue 59: a claim whose row or measure was misspelt read "not run", a negative verdict lost. Against the
+    """A claim whose row or measure was misspelt once read "not run", a negative verdict lost. Against the
     stored catalog each is an error naming the claim; a row some configuration makes, absent here, is "not run"."""
     stored = yaml.safe_load(seed_file.DEFAULT_SEEDS.read_text(encoding="utf-8"))
     claim = stored["works"][1]["tables"][0]["claims"][0]  # Radboud's Table 2.1: the enriched sets below the baseline

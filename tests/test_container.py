@@ -144,7 +144,7 @@ def test_quick_profile_with_apptainer_reproduces_the_stored_tables(tmp_path, bir
     shutil.copytree(os.environ.get("IR_DATASETS_MIRROR") or os.environ["IR_DATASETS_HOME"], cache)
     subprocess.run(["chmod", "-R", "u+w", str(cache)], check=True)  # copytree kept the mirror's read-only modes
     # Every cache reached through a symlinked folder, as on machines whose data disks are linked in:
-    # the wrapper must bind the links' targets (issue 59: "mount source ... doesn't exist").
+    # the wrapper must bind the links' targets (else: "mount source ... doesn't exist").
     linked = {}
     for name, value in (("HF_HOME", os.environ["HF_HOME"]), ("BIRCH_DATA", str(birch_data)), ("IR_DATASETS_HOME", str(cache))):
         link = tmp_path / f"via-{name.lower()}"

@@ -1,9 +1,9 @@
-"""Each profile's DAG is the one stored at issue 61's base (tests/data/dag/, from tools/dag_jobs.py): same jobs,
-same outputs, same shell text, params and inputs (as digests; tools/dag_trace.py reads them the way Snakemake's
-persistence does). A refactor that changes one of these makes Snakemake rerun that rule's jobs (and all below
-them) in every kept run folder; this test says which. Stored at issue 61's base (33da588) and checked equal
-after wp1b and wp3. Regenerate a snapshot only for a change
-that means to alter the DAG: `python tools/dag_jobs.py PROFILE --out tests/data/dag/PROFILE.json`."""
+"""Each profile's DAG is the one stored when the library's refactor began (tests/data/dag/, from tools/dag_jobs.py):
+same jobs, same outputs, same shell text, params and inputs (as digests; tools/dag_trace.py reads them the way
+Snakemake's persistence does). A refactor that changes one of these makes Snakemake rerun that rule's jobs (and all
+below them) in every kept run folder; this test says which. Stored at 33da588 (the modules moved into layer folders)
+and checked equal after the stages were split into library modules and Birch became a plugin. Regenerate a snapshot
+only for a change that means to alter the DAG: `python tools/dag_jobs.py PROFILE --out tests/data/dag/PROFILE.json`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every rule declares what its stage reads (issue 61): the quick DAG's stages record the files they open
+"""Every rule declares what its stage reads: the quick DAG's stages record the files they open
 (reranker/core/opened.py, BIRCH_OPENED set by tests/background.py), and each file a stage read from the run
 folder, the data folder or the reference (results/quick, which compare reads) must be a declared input of its
 job (Snakemake's own list, tools/dag_trace.py), or under a declared folder: else a change to it reruns nothing

@@ -1,4 +1,4 @@
-"""Faults (issue 59): a full disk, a kill, two processes on one folder, a damaged cache. Each ends in a clear
+"""Faults: a full disk, a kill, two processes on one folder, a damaged cache. Each ends in a clear
 error or a correct result, never exit 0 with wrong output.
 
 The full disk is a real one: a tmpfs mounted for the test (root only; skipped elsewhere), sized so that
@@ -234,8 +234,8 @@ def test_score_on_a_full_disk_resumes_from_what_it_kept(disk, collection, tiny_m
 
 
 def test_a_cache_that_cannot_open_on_a_full_disk_says_so(disk):
-    """SQLite's shared-memory file takes 32 KiB: on less, SQLite says 'disk I/O error' (score's traceback, exit 1,
-    before issue 59), now a full disk naming the cache."""
+    """SQLite's shared-memory file takes 32 KiB: on less, SQLite said 'disk I/O error' (score's traceback, exit 1);
+    now it is a full disk naming the cache."""
     disk.resize(PAGE * 4)
     with pytest.raises(OSError, match=rf"No space left on device: '{re.escape(str(disk.path))}/cache/scores.sqlite'"):
         ScoreCache(disk.path / "cache")
@@ -298,7 +298,7 @@ def kill_when(path: Path, ready) -> None:
 
 
 def test_a_promote_killed_mid_swap_is_refused_by_compare_then_finished_by_the_next_promote(tmp_path, capsys):
-    """Issue 59: a killed promote left new tables beside old numbers, and no sign of it. Now the reference holds a
+    """A killed promote once left new tables beside old numbers, and no sign of it. Now the reference holds a
     marker from the first rename to the last; compare refuses it, and the next promote finishes the swap."""
     path, run, ref = promotable(tmp_path)
     old, new = published(ref), published(run)

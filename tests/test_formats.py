@@ -157,7 +157,7 @@ def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
 
 
 def test_atomic_write_removes_its_temporary_file_when_the_rename_fails(tmp_path):
-    """Issue 59: an output path that is a directory failed at the rename and left `<path>.tmp` behind."""
+    """An output path that is a directory once failed at the rename and left `<path>.tmp` behind."""
     path = tmp_path / "out.txt"
     path.mkdir()
     with pytest.raises(IsADirectoryError):

@@ -1,4 +1,4 @@
-"""The id rule (reranker/formats/ids.py) in every reader, evaluate's coverage, and the one-line errors of issue 59
+"""The id rule (reranker/formats/ids.py) in every reader, evaluate's coverage, and the one-line errors
 that the bad-input corpus cannot show: a full disk's message, a cut gzip, a reader that leaves a pipe early."""
 
 from __future__ import annotations

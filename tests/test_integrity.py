@@ -1,4 +1,4 @@
-"""Nothing cached or resumed is served unchecked (issue 59): score-cache rows and resumed shards carry
+"""Nothing cached or resumed is served unchecked: score-cache rows and resumed shards carry
 checksums and are scored again when they fail; files are checked against their `.meta.json` by the
 stage that reads them. Real SQLite and files; the tiny real model on the bad-input corpus (a dozen pairs)."""
 

@@ -1,4 +1,4 @@
-"""ir_metadata headers on the runs the stages write (issue 60): read by repro-eval, skipped by every reader of
+"""ir_metadata headers on the runs the stages write: read by repro-eval, skipped by every reader of
 runs, no number changed; and `python -m reranker bundle`, loaded by repro-eval and ranx as it is."""
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def test_retrieve_writes_the_first_stage_header(tmp_path):
 @pytest.mark.slow
 @pytest.mark.dag
 def test_the_quick_dags_runs_carry_headers_that_change_no_number(dag_runs, tmp_path):
-    """Acceptance (issue 60): repro-eval reads the header of the quick DAG's runs; evaluated with and without it,
+    """Acceptance: repro-eval reads the header of the quick DAG's runs; evaluated with and without it,
     a run gives the numbers the DAG stored."""
     done = dag_runs["quick"].wait()
     assert done.returncode == 0, done.stdout[-12000:]

@@ -1,4 +1,4 @@
-"""The library's layering (issue 61): each module lives in a layer's folder, and imports (at import time or inside a
+"""The library's layering: each module lives in a layer's folder, and imports (at import time or inside a
 function, `importlib.import_module` of a constant included) only lower layers or its own folder, with no cycle.
 So no stage reaches the workflow's logic or an experiment: rules hand stages every input they read."""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ LAYERS = {"formats": 0, "core": 1, "measures": 1, "neural": 2, "corpora": 2, "ra
           "report": 3, "stages": 4, "experiments": 5, "workflow": 6}
 TOP = {"reranker", "reranker.__main__"}  # the package and the command line, above every layer
 MAX_LINES = 500
-OVER_LIMIT: set[str] = set()  # none left: WP1b split collections, WP2 train
+OVER_LIMIT: set[str] = set()  # none left: collections and train were split
 
 
 def modules() -> dict[str, Path]:
@@ -209,3 +211,59 @@ def test_the_paper_check_sees_subscripts_gets_and_imports():
               'a = f(config, c, "birch")\nb = s.score(config, k, section="radboud")\nc = f(config, c, args.section)\n'
               'd = print("birch")\n')
     assert sorted(line for line, _ in paper_reads(source)) == [3, 4]  # a section named by the core, not by a flag
+
+
+# Comments say why, and an issue number or a work package's name is no reason: a reader without the tracker learns
+# nothing from it. Checked: comments and docstrings of the Python code, `#` comments of the rules and the Makefile.
+CITATION = re.compile(r"\b[Ii]ssues? #?\d+|\bWP\d+[a-z]?\b|\bwp\d+[a-z]?\b")
+ROOT = PACKAGE.parent
+
+
+def python_comments(source: str) -> list[tuple[int, str]]:
+    """(first line, text) of each comment and each module, class or function docstring; string literals are code."""
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+             if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and ast.get_docstring(node, clean=False) is not None):
+            found.append((node.body[0].lineno, node.body[0].value.value))
+    return found
+
+
+def hash_comments(text: str) -> list[tuple[int, str]]:
+    """(line, text) of each `#` comment in a Snakefile, a Makefile or YAML: from a `#` that starts a word to the line's end."""
+    return [(n, m.group(0)) for n, line in enumerate(text.splitlines(), 1) if (m := re.search(r"(?:^|(?<=\s))#.*", line))]
+
+
+def citations(path: Path) -> list[str]:
+    """`file:line` of each issue number or work package's name in the file's comments and docstrings."""
+    text = path.read_text(encoding="utf-8")
+    pieces = python_comments(text) if path.suffix == ".py" else hash_comments(text)
+    name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{name}:{line + piece[:m.start()].count(chr(10))}: {m.group(0)}"
+            for line, piece in pieces for m in CITATION.finditer(piece)]
+
+
+def commented_files() -> list[Path]:
+    python = [p for folder in ("reranker", "tests", "tools", "benchmarks") for p in sorted((ROOT / folder).rglob("*.py"))
+              if not p.is_relative_to(ROOT / "tests" / "data")]
+    rules = [*sorted((ROOT / "workflow" / "rules").glob("*.smk")), *sorted((ROOT / "tests" / "plugins").glob("*.smk"))]
+    return [*python, *rules, ROOT / "Snakefile", ROOT / "Makefile", ROOT / "tests" / "bad_inputs" / "cases.yaml"]
+
+
+def test_no_comment_cites_an_issue_number():
+    """A comment or docstring says why in plain words; an issue number or work package's name sends the reader away."""
+    found = [hit for path in commented_files() for hit in citations(path)]
+    assert not found, "comments citing an issue or a work package, say the reason instead:\n" + "\n".join(found)
+
+
+def test_the_citation_check_sees_comments_and_docstrings_but_not_string_literals(tmp_path):
+    """The check can fail: a planted citation is found in comments and docstrings, and a string literal the code uses
+    (an error message, a shell command) is left alone."""
+    planted = tmp_path / "planted.py"
+    planted.write_text('"""Module.\n\nAs issue 12 asked."""\nx = "issue 7"  # see WP3\n\n\nclass C:\n'
+                       '    """wp2b."""\n\n    def f(self):\n        """Fine."""\n        return "Issue #9"\n')
+    assert [hit.split(": ")[0].rsplit(":", 1)[1] for hit in citations(planted)] == ["4", "3", "8"]
+    rules = tmp_path / "rules.smk"
+    rules.write_text('rule a:\n    shell: "echo issue 5"\n# issue 6: why\nrule b:  # WP1b\n')
+    assert [hit.rsplit(": ", 1)[1] for hit in citations(rules)] == ["issue 6", "WP1b"]

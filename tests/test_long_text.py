@@ -1,5 +1,5 @@
 """Very long documents: the sentence splitter works window by window, in time linear in the length
-(issue 59: pysbd alone took hours on a 1M-word document), and documents under the window split as before."""
+(pysbd alone took hours on a 1M-word document), and documents under the window split as before."""
 
 from __future__ import annotations
 

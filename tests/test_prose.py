@@ -236,7 +236,7 @@ def test_the_check_fails_on_a_drifted_number(shared):
     assert unmatched("BM25+RM3 AP 0.3131", shared) == []
 
 
-# Sentences of the notes as they stood at 01d17e6 (issue 58): each quotes a number that had drifted. The README's
+# Sentences of the notes as they stood at 01d17e6: each quotes a number that had drifted. The README's
 # is on the Radboud page now.
 STALE = {
     "docs/radboud.md": "The Radboud part's 279 jobs took 22,547 s of job time in the default's `make run`",
@@ -285,7 +285,7 @@ def test_the_run_readmes_are_what_the_index_makes_of_the_stored_numbers(run_dir,
     assert made == stored, f"{run_dir.relative_to(ROOT)}/README.md is not what `tables index` makes of its numbers: rerun it"
 
 
-# What the notes say of the sources and of the configuration (issue 67). Four defects of the Radboud and NTNU notes
+# What the notes say of the sources and of the configuration. Four defects of the Radboud and NTNU notes
 # were words, not drifted numbers: a gain given as the Radboud thesis' that it never states (docs/radboud.md: "its
 # +15% for BERT"), a spread taken from rounded numbers (0.0011 where the stored values span 0.0012), the thesis' best
 # improvement (0.0041, 0.73%) called the smallest it calls an improvement, and step selections the configuration
@@ -631,7 +631,7 @@ def test_table_5_4s_runs_differ_in_one_seed_and_the_students_start_from_the_sect
         assert ntnu.base(m) == ntnu.section["base"] and ntnu.base(m) != ntnu.training[m]["teacher"].removeprefix("ntnu-"), m
 
 
-# The text of issue 67, as it stood at a27689c: each check above fails on it.
+# The notes' text as it stood at a27689c, before these four defects were fixed: each check above fails on it.
 OLD_67 = {
     "docs/radboud.md": (
         "The thesis' measure (nDCG@20 (thesis): its code counts each query's -1 document as a complete answer,\n"

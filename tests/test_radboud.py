@@ -137,8 +137,8 @@ def test_carry_head_starts_every_variant_from_the_bases_head_and_no_pretraining(
     layer.write_text("radboud: {carry_head: true}\n")
     config = load_config([layer])
     section = config["radboud"]
-    for variant in section["variants"]:  # but the one row that measures what carrying does (issue 58)
-        # but the row that measures what carrying does, and MLM transfer's (a new head on the moved encoder, as the thesis)
+    for variant in section["variants"]:
+        # every variant but the row that measures what carrying does, and MLM transfer's (a new head on the moved encoder, as the thesis)
         expected = None if variant in ("multi-label-fresh", "mlm", "mlm-consecutive") else section["base"]
         assert config["checkpoints"][radboud_checkpoint(variant, 1, "2")]["training"]["head_from"] == expected, variant
     assert not any(config["checkpoints"]["radboud-pretrain-" + name]["training"].get("head_from")
@@ -185,7 +185,7 @@ def test_every_ranking_table_shows_each_rows_agreement_with_the_baseline():
 
 @pytest.mark.parametrize("profile", [[], ["quick.yaml"]], ids=["default", "quick"])
 def test_the_thesis_candidates_are_reranked_by_the_baselines_own_checkpoints_in_table_2_1(profile):
-    """Issue 60: the thesis' own BM25 run (cranfield's `runs`) and the baseline's per-fold checkpoints on its candidates
+    """The thesis' own BM25 run (cranfield's `runs`) and the baseline's per-fold checkpoints on its candidates
     are the last rows of Table 2.1 at each grid point (the quick profile too: fold 1, its 5 candidates), and nowhere
     else; the split of the gap is one of the plugin's outputs."""
     from pathlib import Path

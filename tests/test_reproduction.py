@@ -134,7 +134,7 @@ def test_the_stored_source_numbers_are_valid():
 
 
 def test_a_misspelt_table_id_or_row_is_refused_against_the_catalog_beside_the_file(tmp_path):
-    """Issue 59: a table id no configuration makes dropped the source's column from its table without a word. The
+    """A table id no configuration makes once dropped the source's column from its table without a word. The
     stored file's ids and rows are all in the catalog beside it; a copy with one misspelt is refused, naming it."""
     stored = yaml.safe_load(reproduction.DEFAULT_SOURCE_NUMBERS.read_text(encoding="utf-8"))
     assert (reproduction.DEFAULT_SOURCE_NUMBERS.parent / "table_catalog.json").exists()

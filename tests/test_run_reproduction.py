@@ -1,4 +1,4 @@
-"""Run-level reproduction (issue 60): repro-eval's KTU, RBO, RMSE and paired t-test of our run against the
+"""Run-level reproduction: repro-eval's KTU, RBO, RMSE and paired t-test of our run against the
 original's own (`python -m reranker evaluate reproduction`), on small cuts of the real original runs, and the seed
 index's section made from the stored JSON."""
 

@@ -1,4 +1,4 @@
-"""The run's README as an index a reader can scan (issue 67, item 5): one table row per judged line, no line over
+"""The run's README as an index a reader can scan: one table row per judged line, no line over
 600 characters, and the forest plot of every test it judges (reranker.report.seed_index, reranker.report.forest)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One route for settings (issue 61): a stage reads the configuration only through its settings function
+"""One route for settings: a stage reads the configuration only through its settings function
 (reranker/core/settings.py), whose result its rule lists as a param, so that every setting it reads reruns
 its job when changed.
 
@@ -99,7 +99,7 @@ def test_a_section_names_its_own_tokenizer_and_null_keeps_the_suites():
 # One setting per stage, each changed within its schema's bounds, and the rules whose every job must then rerun
 # (their params change) and, for the stages' own settings, nothing else: the quick DAG's jobs against the stored
 # snapshot (tests/data/dag/quick.json), both from tools/dag_jobs.py, in one dry run. The training's setting is a
-# named checkpoint's declared head (issue 61: read outside the stage's settings, so a change reran nothing): the
+# named checkpoint's declared head (once read outside the stage's settings, so a change reran nothing): the
 # trainings that name it must rerun, and only they.
 NAMED = "minilm-l6-bi-encoder"
 CHANGES = {

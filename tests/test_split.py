@@ -1,5 +1,5 @@
 """The gap to a source split into first stage and reranker (reranker.report.gap_split, `tables split`): from a results table
-the real stages make of small runs, and in results/radboud.md from the stored split (issue 60)."""
+the real stages make of small runs, and in results/radboud.md from the stored split."""
 
 from __future__ import annotations
 

@@ -679,7 +679,7 @@ def _row_cells(md: str, row: str) -> dict[str, str]:
 
 
 def test_a_source_cell_at_another_setting_than_ours_names_it(tmp_path):
-    """Issue 58: the § column mixed settings silently. Where our rows' setting (`ours`) is not the setting of the
+    """The § column once mixed settings silently. Where our rows' setting (`ours`) is not the setting of the
     source's cell beside them, the cell names its setting, and the caption says what ours is."""
     table = _table_with_source(tmp_path)
     md = table.to_markdown()

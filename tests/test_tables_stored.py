@@ -120,7 +120,7 @@ def test_no_option_of_any_subcommand_takes_the_name_of_its_handler():
 
 @pytest.mark.parametrize("folder", [ROOT / "results", QUICK], ids=["default", "quick"])
 def test_every_stored_figure_has_its_caption(folder):
-    """The report is not kept (issue 61): each stored figure's caption is, in figures/captions.json."""
+    """The report is not kept: each stored figure's caption is, in figures/captions.json."""
     stored_captions = captions.read(folder / "figures" / "captions.json")
     missing = sorted(p.name for p in (folder / "figures").glob("*.png") if p.name not in stored_captions)
     assert not missing, missing

@@ -397,7 +397,7 @@ def test_the_run_ends_with_a_comparison_without_drift(quick_run):
 
 
 def test_the_readme_shows_our_runs_against_the_originals_own(quick_run):
-    """Issue 60: the quick run compares its Cranfield BM25 with the Radboud thesis' run and Birch's Robust04 run with
+    """The quick run compares its Cranfield BM25 with the Radboud thesis' run and Birch's Robust04 run with
     itself (repro-eval, reranker.reproduction.run_level); the README shows both beside the verdicts."""
     folder = quick_run / "numbers" / "reproduction"
     thesis = json.loads((folder / "cranfield-thesis-bm25.json").read_text())

@@ -68,7 +68,7 @@ def test_the_resolved_config_reaches_every_stage_unchanged(profile, tmp_path, bi
     assert {"collections", "index", "retrieve", "evaluate", "segment", "score", "fuse", "tables", "compare"} | trained <= stages
     if profile == "quick":
         assert "speed" in stages
-    # run-level reproduction (issue 60): both pairs of config.yaml in every profile
+    # run-level reproduction: both pairs of config.yaml in every profile, so that no profile skips the comparison
     pairs = sorted(argv[argv.index("--pair") + 1] for argv in commands if "reproduction" in argv)
     assert pairs == ["cranfield-thesis-bm25", "robust04-birch-identity"]
 
@@ -290,7 +290,7 @@ def test_every_radboud_and_ntnu_checkpoint_has_a_loss_curve_figure():
 
 
 def test_the_thesis_run_is_copied_in_reranked_by_the_baselines_checkpoints_and_split(tmp_path, birch_data):
-    """Issue 60 in the quick DAG: the thesis' run checked and copied in, its top 5 segmented, scored by fold 1's baseline
+    """In the quick DAG: the thesis' run checked and copied in, its top 5 segmented, scored by fold 1's baseline
     checkpoint, reranked, evaluated, and Table 2.1's numbers split; each by the command its counterpart on our BM25 uses."""
     commands, resolved = dry_run("quick", tmp_path)
     run_dir = resolved.parent
