@@ -177,3 +177,21 @@ def test_a_fourth_paper_with_its_own_files_is_planned_beside_birch(tmp_path, bir
         assert str(run_dir / "work" / name) in planned, name
     resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert resolved["birch"]["targets"] and resolved["fake_paper"]["checkpoint"] == "minilm-l3"  # Birch on, beside it
+
+
+@pytest.mark.slow
+def test_a_job_of_the_shared_middle_runs_its_own_command(tmp_path, birch_data):
+    """Snakemake evaluates a looped rule's shell again when its job runs, after the loop has moved on: each job of
+    rerank.smk (and tables.smk) must still run its own command. The test paper's segment job runs (with the export,
+    index and retrieval before it), not the last job the loops defined."""
+    run_dir = tmp_path / "fake"
+    layer = tmp_path / "fake.yaml"
+    layer.write_text(yaml.safe_dump({"plugins": [FAKE], "fake_paper": {"collection": "cranfield"}, "run_dir": str(run_dir)}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    segments = run_dir / "work" / "segments" / "cranfield" / "bm25.k5.fake-docs.jsonl"
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", str(QUICK[0]), str(layer),
+                           "--", str(segments)], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    log = (run_dir / "logs" / "segment" / "cranfield.fake.log").read_text()
+    assert segments.stat().st_size > 0 and "documents from" in log, log

@@ -34,6 +34,20 @@ SOURCE_NUMBERS = "workflow/config/source_numbers.yaml"
 SIGNIFICANCE = significance(CFG)
 
 
+LOOPED_SHELLS = {}  # rule name -> its shell text, for the rules a loop makes from plugins' jobs
+
+
+def looped_shell(running, rule_name, command):
+    """The shell text of each job a loop over plugins' jobs defines. Snakemake evaluates the shell expression twice,
+    once as it defines the job's rule and again as a job runs (in a function whose argument `rule` names the running
+    one), by which time the loop variable names the loop's last job. So the text is kept by name at definition
+    (`running` is None there, `locals().get("rule")` at module level) and looked up by it at execution."""
+    if running is not None:
+        return LOOPED_SHELLS[getattr(running, "name", running)]
+    LOOPED_SHELLS[rule_name] = command
+    return command
+
+
 def table_report(path, category):
     """A table's CSV in `snakemake --report`, captioned by its rule's params.caption."""
     return report(path, caption="../report/table.rst", category=category)
