@@ -34,17 +34,14 @@ SOURCE_NUMBERS = "workflow/config/source_numbers.yaml"
 SIGNIFICANCE = significance(CFG)
 
 
-LOOPED_SHELLS = {}  # rule name -> its shell text, for the rules a loop makes from plugins' jobs
-
-
-def looped_shell(running, rule_name, command):
+def looped_shell(running, command):
     """The shell text of each job a loop over plugins' jobs defines. Snakemake evaluates the shell expression twice,
     once as it defines the job's rule and again as a job runs (in a function whose argument `rule` names the running
-    one), by which time the loop variable names the loop's last job. So the text is kept by name at definition
-    (`running` is None there, `locals().get("rule")` at module level) and looked up by it at execution."""
+    one), by which time the loop variable names the loop's last job. So at execution the text is the one the
+    running rule stored at definition (`running` is None there: `locals().get("rule")` at module level); a rule
+    derived with `use rule ... as` has its own name and its base's text."""
     if running is not None:
-        return LOOPED_SHELLS[getattr(running, "name", running)]
-    LOOPED_SHELLS[rule_name] = command
+        return workflow.get_rule(getattr(running, "name", running)).shellcmd
     return command
 
 

@@ -27,4 +27,4 @@ for stage_plugin in EXP.plugins.values():
                 **job.params,
                 config=CONFIG_FILE,
             shell:
-                looped_shell(locals().get("rule"), job.rule, f"python -m reranker {job.command} 2> {{log}}")
+                looped_shell(locals().get("rule"), f"python -m reranker {job.command} 2> {{log}}")

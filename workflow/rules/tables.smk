@@ -71,7 +71,7 @@ for table_plugin in EXP.plugins.values():
                 **job.params,
                 out=lambda w, output: output.md[: -len(".md")],
             shell:
-                looped_shell(locals().get("rule"), job.rule, f"python -m reranker tables {job.command} > {{log}}")
+                looped_shell(locals().get("rule"), f"python -m reranker tables {job.command} > {{log}}")
 
 
 # The rules that draw figures: those whose params caption them (the report's caption, figure_report).
