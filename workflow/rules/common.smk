@@ -38,8 +38,8 @@ def looped_shell(running, command):
     """The shell text of each job a loop over plugins' jobs defines. Snakemake evaluates the shell expression twice,
     once as it defines the job's rule and again as a job runs (in a function whose argument `rule` names the running
     one), by which time the loop variable names the loop's last job. So at execution the text is the one the
-    running rule stored at definition (`running` is None there: `locals().get("rule")` at module level); a rule
-    derived with `use rule ... as` has its own name and its base's text."""
+    running one stored at definition (`running` is None there, `locals().get("rule")` at module level), which a
+    derived one (Snakemake's `use` of another) copies from its base under its own name."""
     if running is not None:
         return workflow.get_rule(getattr(running, "name", running)).shellcmd
     return command
