@@ -190,18 +190,20 @@ class Plugin:
         """Its segment and score jobs, which the suite's middle rule writes (workflow/rules/rerank.smk)."""
         return []
 
-    def score_job(self, rule: str, inputs: Mapping[str, object], output: str, name: str, command: str,
-                  **params) -> StageJob:
-        """A per-checkpoint score job (the `{checkpoint}` wildcard), as a paper with its own score files asks for
-        one: threads by the checkpoint and priority by those (a two-core job before one-core ones), the GPUs of
-        the configuration's `score`, the checkpoint's files among its inputs, and params that rerun it when its
-        checkpoint or its section's score settings change."""
-        threads = lambda w: self.exp.job_threads(w.checkpoint)  # noqa: E731
+    def score_job(self, rule: str, inputs: Mapping[str, object], outputs: Mapping[str, str], name: str, command: str,
+                  threads: int | None = None, **params) -> StageJob:
+        """A per-checkpoint score job (the `{checkpoint}` wildcard): the checkpoint's files among its inputs, params
+        that rerun it when its checkpoint or its section's score settings change, the GPUs of the configuration's
+        `score`, and threads by the checkpoint, with a priority by those (a two-core job before one-core ones). A
+        paper that gives `threads` (Birch: the configuration's `score.threads`) scores longest: its jobs go first."""
+        by_checkpoint = lambda w: self.exp.job_threads(w.checkpoint)  # noqa: E731
+        priority = (self.exp.score_priority(threads, longest=True) if threads
+                    else lambda w: self.exp.score_priority(by_checkpoint(w)))
         return StageJob(
-            rule, "score", {"checkpoint": lambda w: self.exp.checkpoint_files(w.checkpoint), **inputs}, {"scores": output},
+            rule, "score", {"checkpoint": lambda w: self.exp.checkpoint_files(w.checkpoint), **inputs}, outputs,
             name, command, {"settings": lambda w: self.exp.settings("score", checkpoint=w.checkpoint, section=self.name),
                             "model": lambda w: self.exp.checkpoint_ref(w.checkpoint), **params},
-            threads, lambda w: self.exp.score_priority(threads(w)), self.config["score"]["gpus"])
+            threads or by_checkpoint, priority, self.config["score"]["gpus"])
 
     def table_jobs(self) -> dict[str, TableJob]:
         """Its tables that the suite's table rule writes, by table name; in the report under its class name."""

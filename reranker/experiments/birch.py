@@ -75,24 +75,19 @@ class Birch(Plugin, name="birch"):
         inputs = {"run": pattern("trec_run", run=self.first_stage), "topics": pattern("topics")}
         sharded = score["parts"] > 1
         scores = pattern("scores_part" if sharded else "scores", first_stage=self.first_stage, k=self.candidates)
-        threads = score["threads"] or self.config["threads"]
         return [
             StageJob("segment", "segment", {"docs": pattern("docs"), **inputs}, {"segments": segments}, "{collection}.{unit}",
                      "segment --config {params.config} --docs {input.docs} --run {input.run} --topics {input.topics}"
                      " --unit {wildcards.unit} --out {output}",
                      {"settings": self.exp.settings("segment")}),
-            StageJob("score", "score",
-                     {"checkpoint": lambda w: self.exp.checkpoint_files(w.checkpoint), "segments": segments, **inputs,
-                      "qrels": pattern("qrels")},
-                     {"scores": scores, "meta": f"{scores}.meta.json"},
-                     "{collection}.{checkpoint}.{unit}" + (".part{part}" if sharded else ""),
-                     "score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
-                     " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics}"
-                     " --qrels {input.qrels} --part {params.part} --threads {threads} --out {output.scores}",
-                     {"settings": lambda w: self.exp.settings("score", checkpoint=w.checkpoint),
-                      "model": lambda w: self.exp.checkpoint_ref(w.checkpoint), "cache": self.layout.path("score_cache"),
-                      "part": lambda w: w.get("part", "1-of-1").replace("-of-", "/")},
-                     threads, self.exp.score_priority(threads, longest=True), score["gpus"]),
+            self.score_job("score", {"segments": segments, **inputs, "qrels": pattern("qrels")},
+                           {"scores": scores, "meta": f"{scores}.meta.json"},
+                           "{collection}.{checkpoint}.{unit}" + (".part{part}" if sharded else ""),
+                           "score --config {params.config} --checkpoint {wildcards.checkpoint} --model {params.model:q}"
+                           " --cache {params.cache:q} --segments {input.segments} --run {input.run} --topics {input.topics}"
+                           " --qrels {input.qrels} --part {params.part} --threads {threads} --out {output.scores}",
+                           threads=score["threads"] or self.config["threads"], cache=self.layout.path("score_cache"),
+                           part=lambda w: w.get("part", "1-of-1").replace("-of-", "/")),
         ]
 
     @property

@@ -121,7 +121,7 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
                      " --run {input.run} --topics {input.topics} --unit passages --out {output}",
                      {"settings": self.exp.settings("segment", section="ntnu", candidates=self.depth), "candidates": self.depth}),
             self.score_job("score_ntnu", {"segments": segments, **inputs, "qrels": pattern("qrels")},
-                           pattern("ntnu_scores", first_stage=first), "{collection}.{checkpoint}.ntnu-passages.k{k}",
+                           {"scores": pattern("ntnu_scores", first_stage=first)}, "{collection}.{checkpoint}.ntnu-passages.k{k}",
                            "score --config {params.config} --section ntnu --checkpoint {wildcards.checkpoint}"
                            " --model {params.model:q} --candidates {wildcards.k} --no-cache --segments {input.segments}"
                            " --run {input.run} --topics {input.topics} --qrels {input.qrels} --threads {threads}"

@@ -142,7 +142,7 @@ class Radboud(LossCurves, Plugin, name="radboud", wall_clock_part="radboud|segme
             self.score_job("score_radboud",
                            {"segments": pattern("segments", unit="documents"), "run": pattern("trec_run", run="{first_stage}"),
                             "topics": pattern("topics"), "folds": pattern("work_folds")},
-                           pattern("radboud_scores"), "{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}",
+                           {"scores": pattern("radboud_scores")}, "{collection}.{checkpoint}.{first_stage}.k{k}.{ranking}",
                            "score --config {params.config} --section radboud --checkpoint {wildcards.checkpoint}"
                            " --model {params.model:q} --cache {params.cache:q} --ranking {wildcards.ranking}"
                            " --folds {input.folds} --segments {input.segments} --run {input.run} --topics {input.topics}"

@@ -51,7 +51,7 @@ class FakePaper(Plugin, name="fake_paper", about="a test's paper: BM25 against B
                      " --topics {input.topics} --unit documents --out {output}",
                      {"settings": self.exp.settings("segment", section="fake_paper")}),
             self.score_job("fake_score", {"segments": segments, **inputs, "qrels": pattern("qrels")},
-                           pattern("fake_scores", k=self.candidates), "{collection}.{checkpoint}.fake",
+                           {"scores": pattern("fake_scores", k=self.candidates)}, "{collection}.{checkpoint}.fake",
                            "score --config {params.config} --section fake_paper --checkpoint {wildcards.checkpoint}"
                            " --model {params.model:q} --no-cache --segments {input.segments} --run {input.run}"
                            " --topics {input.topics} --qrels {input.qrels} --threads {threads} --out {output.scores}"),

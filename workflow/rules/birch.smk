@@ -1,7 +1,8 @@
 # Birch (Akkalyoncu Yilmaz et al., EMNLP 2019): the first-stage top-K segmented and every (query, unit) scored
-# with its checkpoints (its stage_jobs, in workflow/rules/rerank.smk) (trained by workflow/rules/training.smk), fuse with cross-validation, the aggregation
-# baselines; its main table: the first stage, each checkpoint's fused rows and the aggregation rows on every
-# target; its notes, loss curves, chosen fusion weights and evidence page.
+# with its checkpoints (trained by workflow/rules/training.smk; both jobs are its plugin's stage_jobs, written by
+# workflow/rules/rerank.smk), fused with cross-validation, the aggregation baselines; its main table: the first
+# stage, each checkpoint's fused rows and the aggregation rows on every target; its notes, loss curves, chosen
+# fusion weights and evidence page.
 #   plugin: reranker/experiments/birch.py; included when it is active (birch.targets)
 
 BIRCH = EXP.plugins["birch"]
