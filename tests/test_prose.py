@@ -481,7 +481,7 @@ def test_the_seed_tables_call_the_margin_what_the_thesis_calls_it():
 
 SELECTIONS = {  # `select` -> how the notes say it
     "best": re.compile(r"\bbest held-out step\b|\bbest step on held-out loss\b|\bselect: best\b"),
-    "last": re.compile(r"\blast step\b|\bselect: last\b|\bschedule ends at\b|\bend of its (?:[\w-]+ )?schedule\b"),
+    "last": re.compile(r"\blast step\b|\bselect: last\b|\bschedules? ends? at\b|\bend of its (?:[\w-]+ )?schedule\b"),
 }
 ABOUT_THE_STORED = re.compile(r"\bstored\b")  # a clause about the stored default, made with an older configuration
 
@@ -676,3 +676,170 @@ def test_the_checks_fail_on_the_text_of_issue_67(ntnu):
     assert [p.split(":")[0] for p in problems] == ["line 1", "line 7"]  # the teacher, twice
     problems = seed_and_start_problems(OLD_67["results/ntnu.md"], ntnu)  # a seed: the caption's two things; the students
     assert {p.split(":")[0] for p in problems} == {"line 5", "line 1"} and len(problems) >= 3
+
+
+# -- 7. What a text says of the stored numbers holds for the stored numbers. A note or an index context that says
+# which commit made a table ("stored at 984412c", "come from ... at commit 984412c") names the commit its part was
+# made at (results/jobs.json `made_at`), so that a remade part cannot leave the old commit behind in the words. And a
+# context of the index, which sits beside the stored numbers, that says which step a table's rows keep either holds
+# for the rows stored or comes with a clause about the stored numbers ("the numbers stored at ... predate this").
+
+SHA = re.compile(r"(?<![\w./-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
+SAYS_WHERE_FROM = re.compile(r"\bstored\b|\bcome from\b")
+EARLIER = re.compile(r"\bbefore\b|\bearlier\b|\bprevious\b")  # a sentence about an earlier default, not today's
+PREFIX = {"002_a5a7ac28cf828d96.txt": "radboud", "004_879ce813b87e13fa.txt": "ntnu"}  # seed text -> tables' prefix
+SEEDS_FILE = ROOT / "workflow" / "config" / "seed_tables.yaml"
+
+
+def made_at() -> dict[str, str]:
+    return json.loads((ROOT / "results" / "jobs.json").read_text(encoding="utf-8"))["made_at"]
+
+
+def tables_named(sentence: str, prefix: str, tables: list[str]) -> set[str]:
+    """The tables of `prefix` a sentence names: `ntnu_5_3`, a range (`radboud_2_1` to `radboud_3_5`), a glob
+    (`radboud_*`), "Table 5.4"; none named: every one of `tables`."""
+    key = {name: tuple(int(x) for x in name.split("_")[1:]) for name in tables}
+    named = {name for name in tables if re.search(rf"\b{name}\b", sentence)}
+    named |= {f"{prefix}_{a}_{b}" for a, b in re.findall(r"\bTables? (\d)\.(\d)\b", sentence)} & set(tables)
+    for a, b, c, d in re.findall(rf"{prefix}_(\d)_(\d)`? to `?(?:results/tables/)?{prefix}_(\d)_(\d)", sentence):
+        low, high = (int(a), int(b)), (int(c), int(d))
+        named |= {name for name, k in key.items() if low <= k <= high}
+    if re.search(rf"\b{prefix}_\*", sentence):
+        named |= set(tables)
+    return named or set(tables)
+
+
+def provenance_problems(text: str, prefix: str, made: dict[str, str], tables: list[str] | None = None) -> list[str]:
+    """Each sentence that says where stored numbers come from and names a commit names the one its tables were made
+    at. `tables`: what a sentence that names none speaks of (default: every stored table of `prefix`)."""
+    every = sorted(name for name in made if name.startswith(f"{prefix}_") and re.fullmatch(r"\w+_\d_\d", name))
+    problems = []
+    for line, sentence in sentences(text):
+        commits = SHA.findall(sentence)
+        if not commits or not SAYS_WHERE_FROM.search(sentence) or EARLIER.search(sentence):
+            continue
+        for table in sorted(tables_named(sentence, prefix, every) if tables is None or tables_named(
+                sentence, prefix, every) != set(every) else tables):
+            if not any(made[table].startswith(commit) for commit in commits):
+                problems.append(f"line {line}: says {table} was made at {', '.join(commits)}; it was made at "
+                                f"{made[table][:7]} (results/jobs.json): {sentence[:160]!r}")
+    return problems
+
+
+def index_contexts() -> Iterator[tuple[str, str, str]]:
+    """(prefix, table or None, text) of every text the index prints beside a work's stored numbers."""
+    seeds = yaml.safe_load(SEEDS_FILE.read_text(encoding="utf-8"))
+    for work in seeds["works"]:
+        prefixes = {p for name, p in PREFIX.items() if any(name in c.get("cite", "") for t in work.get("tables", [])
+                                                           for c in t.get("claims", []))}
+        for prefix in prefixes:
+            yield prefix, None, work.get("details") or ""
+            for entry in work.get("tables", []):
+                if entry.get("table", "").startswith(f"{prefix}_"):
+                    yield prefix, entry["table"], "\n\n".join([entry.get("context") or "", entry.get("effect") or ""])
+
+
+@pytest.mark.parametrize("note", sorted(THESIS_NOTES))
+def test_a_note_names_the_commit_its_stored_tables_were_made_at(note):
+    text = (ROOT / note).read_text(encoding="utf-8")
+    assert provenance_problems(text, PREFIX[THESIS_NOTES[note]], made_at()) == []
+
+
+def test_the_index_names_the_commit_each_stored_table_was_made_at():
+    made = made_at()
+    problems = [f"{table or prefix}: {p}" for prefix, table, text in index_contexts()
+                for p in provenance_problems(text, prefix, made, [table] if table else None)]
+    assert problems == []
+
+
+def stored_selections(numbers: dict) -> dict[str, str]:
+    """Row label -> the step its stored model kept ("best", "last"), as the stored table's caption says."""
+    caption = numbers["caption"]
+    words = {"best": "the best step on held-out loss kept", "last": "the last step kept"}
+    default = next((s for s, w in words.items() if f"{w} unless a row says" in caption), "best")
+    kept = {row: default for row in numbers["layout"]["rows"]}
+    row_line = r"(?:^|(?<=\. ))([^.:]+): (?:[^:.]|\.(?=\d))*?(the best step on held-out loss kept|the last step kept)\."
+    for rows, said in re.findall(row_line, caption):
+        for row in rows.split("; "):
+            if row in kept:
+                kept[row] = next(s for s, w in words.items() if w == said)
+    return kept
+
+
+def stored_selection_problems(text: str, table: str, numbers: dict, ntnu: NtnuRows) -> list[str]:
+    """A context that says which step a table's rows keep (its rows when a clause names none), where the stored
+    numbers keep another or lack the row, must say so in a clause about the stored numbers."""
+    if any(ABOUT_THE_STORED.search(clause) for _, clause in clauses(text)):
+        return []
+    stored, problems = stored_selections(numbers), []
+    for line, clause in clauses(text):
+        said = {select for select, words in SELECTIONS.items() if words.search(clause)}
+        if len(said) != 1:
+            continue
+        (select,) = said
+        rows = ntnu.named(clause) & set(ntnu.rows_of(table)) or set(ntnu.rows_of(table))
+        other = sorted(ntnu.models[m]["label"] for m in rows if stored.get(ntnu.models[m]["label"]) != select)
+        if other:
+            problems.append(f"line {line}: says `select: {select}`; the stored numbers keep another step or lack "
+                            f"{', '.join(other)}, and no clause says so: {clause!r}")
+    return problems
+
+
+def test_an_index_context_beside_older_numbers_says_they_are_older(ntnu):
+    problems = []
+    for prefix, table, text in index_contexts():
+        if prefix == "ntnu" and table:
+            numbers = json.loads((ROOT / "results" / "numbers" / f"{table}.json").read_text(encoding="utf-8"))
+            problems += [f"{table}: {p}" for p in stored_selection_problems(text, table, numbers, ntnu)]
+    assert problems == []
+
+
+# Table 5.3's and 5.6's contexts in the index as they stood at a27689c: the design of the configuration, beside
+# numbers stored with the older one (their 2-epoch row kept its best held-out step, step 50), with no word that the
+# numbers are older. The stored numbers they stood beside, as much of them as the check reads.
+OLD_CONTEXTS = {
+    "ntnu_5_3": (
+        "both rows are the models their schedules end at, as the thesis kept them (1 and 2 epochs over the same "
+        "2,400 pairs: 150 and 300 steps), with those models' final losses"),
+    "ntnu_5_6": (
+        "each student against its twin, the same layers trained on the judgments (Train), and the largest and a "
+        "smaller student against the teacher, MiniLM-L6 at the end of its 2-epoch schedule (5.3's longer row; the "
+        "thesis' teacher is BERT-Base, a larger model)"),
+}
+OLD_NUMBERS = {
+    "ntnu_5_3": {"layout": {"rows": ["BM25", "MiniLM-L6", "MiniLM-L6, 2 epochs"]}, "caption": (
+        "lr 3e-05, batch 16, 1 epoch, at most 2400 pairs, the best step on held-out loss kept unless a row says "
+        "otherwise); documents scored by MaxP unless the row says. MiniLM-L6, 2 epochs: lr 3e-05, 2 epochs, at most "
+        "2400 pairs, the best step on held-out loss kept.")},
+}
+OLD_NUMBERS["ntnu_5_6"] = {"layout": {"rows": ["BM25", "MiniLM-L6, 2 epochs", "MiniLM-L6, first 4 layers"]},
+                           "caption": OLD_NUMBERS["ntnu_5_3"]["caption"]}
+
+
+def test_the_context_check_fails_on_the_old_contexts_and_reads_the_stored_captions(ntnu):
+    for table, text in OLD_CONTEXTS.items():
+        problems = stored_selection_problems(text, table, OLD_NUMBERS[table], ntnu)
+        assert len(problems) == 1 and "MiniLM-L6, 2 epochs" in problems[0], (table, problems)
+        assert stored_selection_problems(text + "; the numbers stored at 984412c predate this", table,
+                                         OLD_NUMBERS[table], ntnu) == []
+    assert stored_selections(OLD_NUMBERS["ntnu_5_3"]) == {"BM25": "best", "MiniLM-L6": "best",
+                                                          "MiniLM-L6, 2 epochs": "best"}
+    remade = {"layout": {"rows": ["MiniLM-L6, 1 epoch", "MiniLM-L6, 2 epochs"]}, "caption": (
+        "the best step on held-out loss kept unless a row says otherwise). MiniLM-L6, 1 epoch: lr 3e-05, 1 epoch, "
+        "at most 2400 pairs, the last step kept. MiniLM-L6, 2 epochs: lr 3e-05, 2 epochs, at most 2400 pairs, the "
+        "last step kept.")}
+    assert stored_selection_problems(OLD_CONTEXTS["ntnu_5_3"], "ntnu_5_3", remade, ntnu) == []
+
+
+def test_the_commit_check_fails_on_a_remade_table_and_on_the_old_status_line():
+    made = dict(made_at(), ntnu_5_3="abcdef0123456789")
+    text = "The numbers stored at 984412c predate this: their 2-epoch row kept its best held-out step."
+    assert len(provenance_problems(text, "ntnu", made, ["ntnu_5_3"])) == 1
+    assert provenance_problems(text, "ntnu", dict(made, ntnu_5_3="984412c0"), ["ntnu_5_3"]) == []
+    old = ("`results/tables/radboud_2_1` to `radboud_3_5` (numbers and provenance in `results/numbers/radboud_*.json`) "
+           "come from one clean `make run` of the whole default at commit 984412c.")
+    made = {f"radboud_{a}_{b}": "984412c0" for a, b in [(2, 1), (2, 2), (3, 5)]}
+    assert provenance_problems(old, "radboud", made) == []
+    assert len(provenance_problems(old, "radboud", dict(made, radboud_2_2="ec8af849"))) == 1
+    assert provenance_problems("The stored default before this one (commit 731eae6) read them upside down.",
+                               "radboud", dict(made, radboud_2_2="ec8af849")) == []

@@ -36,6 +36,16 @@ def test_no_line_of_the_quick_runs_index_is_over_600_characters(quick):
     assert "<br>" not in text
 
 
+@pytest.mark.parametrize("run_dir", [ROOT / "results", QUICK], ids=["default", "quick"])
+def test_no_line_of_a_stored_index_is_over_600_characters(run_dir):
+    """The stored indexes as a reader opens them (test_prose requires each to be what the index makes of its
+    numbers), the default's too, whose pending lines carry the reason a number is pending."""
+    text = (run_dir / "README.md").read_text(encoding="utf-8")
+    longest = max(text.splitlines(), key=len)
+    assert len(longest) <= 600, f"{len(longest)} characters: {longest[:200]}"
+    assert "<br>" not in text
+
+
 def test_the_quick_runs_index_has_one_table_row_per_verdict_line_in_order(quick):
     seeds, text, judged, _ = quick
     rows = [m.group(1, 3) for line in text.splitlines() if (m := ROW.match(line))]
