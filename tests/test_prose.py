@@ -843,3 +843,77 @@ def test_the_commit_check_fails_on_a_remade_table_and_on_the_old_status_line():
     assert len(provenance_problems(old, "radboud", dict(made, radboud_2_2="ec8af849"))) == 1
     assert provenance_problems("The stored default before this one (commit 731eae6) read them upside down.",
                                "radboud", dict(made, radboud_2_2="ec8af849")) == []
+
+
+# -- 8. What a caption or an index context says of a table's heads, its rows do: "a fresh head" (or "a new head")
+# where some row of the table starts one, a carried head where some row carries one. Table 2.3's caption said "a
+# fresh head" while every MLM row carried the shared start's trained head onto the moved encoder.
+
+FRESH_HEAD = re.compile(r"\b(?:fresh|new) head\b")
+CARRIED_HEAD = re.compile(r"\bcarried head\b|\bhead carried\b|\bcarries (?:its|the base's|the shared start's) "
+                          r"(?:trained )?head\b")
+
+
+def heads(config: dict) -> dict[str, dict[str, bool]]:
+    """Table -> row label -> whether that row starts a new head (Radboud: no `head_from` to carry one from; NTNU:
+    `fresh_head`), from the resolved configuration."""
+    from reranker.core.config import training_config
+    from reranker.experiments.ntnu import ntnu_checkpoint
+    from reranker.experiments.radboud import generated_checkpoints, radboud_checkpoint
+
+    out: dict[str, dict[str, bool]] = {}
+    section, entries = config["radboud"], generated_checkpoints(config)
+    for name, spec in section["variants"].items():
+        training = entries[radboud_checkpoint(name, 1, section["folds"][0])]["training"]
+        for table in spec.get("tables", []):
+            out.setdefault(table, {})[spec["label"]] = training.get("head_from") is None
+    for name, spec in config["ntnu"]["models"].items():
+        fresh = bool(training_config(config, ntnu_checkpoint(name)).get("fresh_head"))
+        for table in spec.get("tables", []):
+            out.setdefault(table, {})[spec["label"]] = fresh
+    return out
+
+
+def captions(config: dict) -> dict[str, str]:
+    out = dict(config["radboud"]["tables"])
+    out.update({table: spec["caption"] for table, spec in config["ntnu"]["tables"].items()})
+    return out
+
+
+def head_problems(text: str, rows: dict[str, bool]) -> list[str]:
+    problems = []
+    for line, clause in clauses(text):
+        if ABOUT_THE_STORED.search(clause):
+            continue
+        if FRESH_HEAD.search(clause) and not any(rows.values()):
+            problems.append(f"line {line}: says a new head, where every row carries one ({', '.join(rows)}): {clause!r}")
+        if CARRIED_HEAD.search(clause) and all(rows.values()):
+            problems.append(f"line {line}: says a carried head, where every row starts a new one: {clause!r}")
+    return problems
+
+
+def test_what_a_caption_or_context_says_of_the_heads_the_rows_do():
+    from reranker.experiments import load_config
+
+    config = load_config()
+    rows, problems = heads(config), []
+    for table, caption in captions(config).items():
+        problems += [f"{table}'s caption: {p}" for p in head_problems(caption, rows.get(table, {}))]
+    for _, table, text in index_contexts():
+        if table:
+            problems += [f"{table}'s context: {p}" for p in head_problems(text, rows.get(table, {}))]
+    assert problems == []
+    assert any(FRESH_HEAD.search(caption) for caption in captions(config).values())  # the check reads something
+
+
+def test_the_head_check_fails_on_table_2_3_as_it_stood():
+    """The MLM rows as they were: no `head_from: null`, so the section's `carry_head` gave them the base's head."""
+    import copy
+
+    from reranker.experiments import load_config
+
+    config = copy.deepcopy(load_config())
+    for name in ("mlm", "mlm-consecutive"):
+        config["radboud"]["variants"][name].get("training", {}).pop("head_from", None)
+    problems = head_problems(captions(config)["radboud_2_3"], heads(config)["radboud_2_3"])
+    assert len(problems) == 1 and "every row carries one" in problems[0]
