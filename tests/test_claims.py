@@ -290,6 +290,40 @@ def test_a_row_that_did_not_learn_reads_not_trained(tmp_path, base, m, word):
         assert "kept its untrained start (step 0) on 2 of 5 folds" in verdict.render()
 
 
+def two_parts(run_dir: Path, baseline_there: list[str]) -> None:
+    """Table "main" (m above its baseline) and table "other" (row "o", and the same baseline retrained with the
+    fingerprints `baseline_there`), each a part's, with the checkpoints' provenance a promoted part stores."""
+    def stored(name: str, rows: dict, checkpoints: dict) -> None:
+        path = write_document(run_dir, rows, name=name)
+        document = json.loads(path.read_text())
+        path.write_text(json.dumps({**document, "provenance": {"checkpoints": checkpoints}}))
+
+    learned = validation(100, 0.25)["validation"]
+    metas = lambda prints: [{"fingerprint": p, "validation": learned} for p in prints]  # noqa: E731
+    stored("main", {"base": BASE, "m": shifted(0.05)}, {"base": metas(["a1", "a2"]), "m": metas(["m1", "m2"])})
+    stored("other", {"base": BASE, "o": shifted(-0.05, seed=3)}, {"base": metas(baseline_there), "o": metas(["o1", "o2"])})
+
+
+@pytest.mark.parametrize("baseline_there, word", [
+    (["a1", "a2"], "reproduced"),  # both parts trained the same baseline: one start, one experiment
+    (["b1", "b2"], "not comparable"),  # another machine's start: the rows differ in more than the claim
+    (["a1", "b2"], "not comparable"),  # one fold differs
+])
+def test_rows_of_tables_made_from_different_starts_are_not_comparable(tmp_path, baseline_there, word):
+    two_parts(tmp_path, baseline_there)
+    judge = claims.Judge(tmp_path)
+    verdict = judge.check({"kind": "compare", "rows": "m", "than": "o", "than_table": "other", "measure": "AP@1000",
+                           "expect": "above", "cite": "t"}, {"table": "main"})
+    judge.finish()
+    assert verdict.words == [word]
+    assert len(judge.family) == (word == "reproduced")  # not comparable: shown, never a test of the corrected family
+    if word == "not comparable":
+        assert "main and other were made from different shared starts: their common row base" in verdict.render()
+        assert "95% CI" in verdict.render()  # the effect is still shown
+    # a claim within one table is never apart, whatever another table holds
+    assert claims.check({**CLAIM, "than": "base"}, {"table": "main"}, tmp_path).words == ["reproduced"]
+
+
 def test_the_setting_words_match_across_number_forms():
     assert lines.setting_words("lr 3e-05, 1 epoch") == lines.setting_words("LR 3e-5,  1 epoch")
 

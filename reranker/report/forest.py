@@ -25,6 +25,7 @@ COLOURS = {
     v.CONTRADICTED: "#d62728",
     v.INCONCLUSIVE: "#e69f00",
     v.NOT_AT_SETTING: "#7b5ea7",
+    v.NOT_COMPARABLE: "#8c564b",
     v.NOT_TRAINED: "#9a9a9a",
     v.PENDING: "#56b4e9",
 }

@@ -144,7 +144,7 @@ def _claim_items(items: list[Labelled]) -> list[str]:
         line = item.line
         name = item.claim.rsplit(" · ", 1)[-1]
         pieces = [f"**{name}**, {item.word}: {line.text}", *(t.text() for t in line.tests), *line.notes,
-                  line.untrained or "", line.reproduction]
+                  line.apart or "", line.untrained or "", line.reproduction]
         pieces = [" ".join(p.split()) for p in pieces if p and p.strip()]
         out += [("  - " if i == 0 else "    ") + piece + (";" if i < len(pieces) - 1 else "") for i, piece in enumerate(pieces)]
     return out

@@ -26,7 +26,10 @@ that are that point ({epochs: 2} is each learning rate at 2 epochs), or {select:
 grid point. A table without that setting gives "not at the source's setting" (its test shown, uncorrected), and
 where the source's own cells are at our setting, the direction they show is judged on our rows as a line of its own.
 A line on a row whose checkpoints did not learn (the table's provenance: held-out loss not clearly below the label
-prior, or the untrained start kept) reads "not trained", with its losses, and joins no corrected family.
+prior, or the untrained start kept) reads "not trained", with its losses, and joins no corrected family. A line
+that compares rows of two tables (`than_table`) made from different shared starts (reranker.reproduction.grid.apart:
+their common baseline is other models, as where two parts of a default ran on other machines) reads "not
+comparable", with its test shown, and joins no corrected family either.
 
 Every claim names where the source states it (`cite`, required) and may quote it (`says`). A compare
 claim may name the source's cells (`source: {rows, than, column, at, group}`; source_row labels in
@@ -48,7 +51,7 @@ from pathlib import Path
 from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
-from reranker.reproduction.grid import BEST, at_setting, group_setting, setting_text, untrained
+from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained
 from reranker.reproduction.lines import Line, Verdict, every, fmt, matching, no_values, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
@@ -140,12 +143,13 @@ class Judge:
 
     def compare(self, claim: Mapping, entry: Mapping, document: Mapping, other: Mapping | None, spread: Mapping | None) -> Verdict:
         than_doc = other if other is not None else document
+        apart_why = apart(document, other, (entry["table"], claim["than_table"])) if other is not None else None
         groups = [g for g in (claim.get("groups") or stored.groups(document)) if g != claim.get("than_group")]
         stated = claim.get("stated_at")
         best = stated is not None and stated.get("select") == BEST
         grid = [g for g in groups if group_setting(g)]
         if best and len(grid) >= 2:
-            return self.compare_best(claim, entry, document, than_doc, grid, spread)
+            return self.compare_best(claim, entry, document, than_doc, grid, spread, apart_why)
         # one grid point has no best of a grid: not the source's setting, like a grid point we do not run
         at = [] if best else [g for g in groups if stated is None or at_setting(g, stated)]
         not_at = setting_text(stated) if stated is not None and not at else None
@@ -153,9 +157,9 @@ class Judge:
         for group in at or groups:
             for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
                 lines.append(self._compare_line(claim, entry, ours, than, named, spread, not_at,
-                                                untrained(document, ours) or untrained(than_doc, than)))
+                                                untrained(document, ours) or untrained(than_doc, than), apart_why))
                 if not_at is not None:
-                    lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained)
+                    lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained, apart_why)
         if not lines:
             return Verdict(word="not run", text=f"no rows {claim['rows']} and {claim['than']} with {claim['measure']} in this run")
         return Verdict(lines)
@@ -176,7 +180,7 @@ class Judge:
         return out
 
     def compare_best(self, claim: Mapping, entry: Mapping, document: Mapping, than_doc: Mapping, grid: list[str],
-                     spread: Mapping | None) -> Verdict:
+                     spread: Mapping | None, apart_why: str | None = None) -> Verdict:
         """Each row at its own best of the `grid` points against `than` at its own: the source's selection, made on
         the same queries for both sides (optimistic alike)."""
         def best(doc: Mapping, row: str) -> stored.Side | None:
@@ -188,7 +192,7 @@ class Judge:
             ours, than = best(document, row), best(than_doc, than_row) if than_row else None
             if ours is None or than is None or than_row == row and than_doc is document:
                 continue
-            line = self._compare_line(claim, entry, ours, than, True, spread, None, None)
+            line = self._compare_line(claim, entry, ours, than, True, spread, None, None, apart_why)
             line.notes.insert(0, f"each row at its best of {len(grid)} grid points on these queries (the source's "
                                  "selection, optimistic for both rows alike)")
             lines.append(line)
@@ -197,7 +201,7 @@ class Judge:
         return Verdict(lines)
 
     def _source_direction(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side, named: bool,
-                          untrained_why: str | None) -> list[Line]:
+                          untrained_why: str | None, apart_why: str | None = None) -> list[Line]:
         """Where the source is not run at our setting but its own cells are (its table's `at`, ours): the direction those
         cells show, judged on our rows as a line of its own. Nothing where the cells are not at our setting, or
         disagree in direction."""
@@ -219,7 +223,7 @@ class Judge:
         shown = "; ".join(f"{a['source_row']} {fmt(float(a['value']))} {expect} {b['source_row']} {fmt(float(b['value']))}"
                           for a in adv for b in base)
         direction = {**claim, "expect": expect, "source": None, "stated_at": None}
-        line = self._compare_line(direction, entry, ours, than, named, None, None, untrained_why)
+        line = self._compare_line(direction, entry, ours, than, named, None, None, untrained_why, apart_why)
         line.text = f"the source's own direction at our setting ({at}: {shown}): " + line.text
         return [line]
 
@@ -235,16 +239,18 @@ class Judge:
         return found[0] if found else None
 
     def _compare_line(self, claim: Mapping, entry: Mapping, ours: stored.Side, than: stored.Side, named: bool, spread: Mapping | None,
-                      not_at: str | None, untrained_why: str | None) -> Line:
+                      not_at: str | None, untrained_why: str | None, apart_why: str | None = None) -> Line:
         measure, expect = claim["measure"], claim["expect"]
         text = f"{measure}: {ours.label(named)} {fmt(ours.value)} vs {than.label(named)} {fmt(than.value)}"
-        line = Line(text, not_at=not_at, rows=f"{ours.label(named)} vs {than.label(named)}", untrained=untrained_why)
+        line = Line(text, not_at=not_at, rows=f"{ours.label(named)} vs {than.label(named)}", untrained=untrained_why,
+                    apart=apart_why)
         if "rests_on" in claim:
             line.word = v.point_word(ours.value, than.value, expect, float(claim["margin"]))
             line.notes.append(f"difference {ours.value - than.value:+.4f}, margin {claim['margin']:g}; rests on {claim['rests_on']}")
         else:
             name = f"{entry.get('table')}: {ours.row} ({ours.group}) vs {than.row} ({than.group}), {measure}, {expect}"
-            test = self.test(name, ours, than, expect, claim.get("margin"), judged=not_at is None and untrained_why is None)
+            test = self.test(name, ours, than, expect, claim.get("margin"),
+                             judged=not_at is None and untrained_why is None and apart_why is None)
             if test is None:
                 no_values(line)
             else:

@@ -45,6 +45,25 @@ def setting_text(stated: Mapping) -> str:
     return ", ".join(parts)
 
 
+def apart(document: Mapping, other: Mapping, names: tuple[str, str]) -> str | None:
+    """Why rows of two tables' numbers are not one experiment, or None. Each part of a default retrains the shared
+    start its rows begin from, and a start trained on another machine differs, so two tables made apart are
+    compared only where the rows they both hold (the baseline every part trains again) are the same models, fold by
+    fold (the provenance's checkpoint fingerprints). Tables that record no common row are not judged apart."""
+    mine = (document.get("provenance") or {}).get("checkpoints") or {}
+    theirs = (other.get("provenance") or {}).get("checkpoints") or {}
+
+    def prints(recorded) -> list:
+        return [meta.get("fingerprint") for meta in (recorded if isinstance(recorded, list) else [recorded])]
+
+    for row in sorted(set(mine) & set(theirs)):
+        a, b = prints(mine[row]), prints(theirs[row])
+        if None not in a + b and a != b:
+            return (f"{names[0]} and {names[1]} were made from different shared starts: their common row {row} is "
+                    f"other models (fingerprints {a[0]}.. and {b[0]}..), so their rows differ in more than the claim")
+    return None
+
+
 def untrained(document: Mapping, side: stored.Side) -> str | None:
     """Why the row's checkpoints (the table's provenance: one, or one per fold) are not a trained model; None where
     they learned or the table records none. The metas are the first grid point's, so other groups are not read."""

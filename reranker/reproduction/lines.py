@@ -47,10 +47,13 @@ class Line:
     rows: str = ""  # our rows, as a reader names them ("A vs B", or the rows of a trend)
     reproduction: str = ""  # ER and ΔRI against the source's cells, with the source's own direction
     untrained: str | None = None  # why a row it compares did not learn (its held-out losses): "not trained"
+    apart: str | None = None  # why its rows are not one experiment (tables from different shared starts)
 
     def verdict(self) -> str:
         if self.not_at is not None:
             return v.NOT_AT_SETTING
+        if self.apart is not None:
+            return v.NOT_COMPARABLE
         if self.untrained is not None:
             return v.NOT_TRAINED
         word = self.decide(self.tests) if self.decide is not None else self.word
@@ -60,7 +63,8 @@ class Line:
         return word
 
     def render(self) -> str:
-        parts = [self.text] + [t.text() for t in self.tests] + self.notes + [self.untrained or "", self.reproduction]
+        parts = [self.text] + [t.text() for t in self.tests] + self.notes + [self.apart or "", self.untrained or "",
+                                                                            self.reproduction]
         return f"**{self.verdict()}**: " + "; ".join(p for p in parts if p)
 
 

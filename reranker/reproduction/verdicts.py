@@ -46,8 +46,9 @@ CORRECTION = "holm"
 REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
 NOT_AT_SETTING = "not at the source's setting"
 NOT_TRAINED = "not trained"  # a row whose checkpoint did not get below its label prior, or kept its untrained start
+NOT_COMPARABLE = "not comparable"  # rows of two tables made from different shared starts (parts on other machines)
 PENDING = "pending"  # numbers that judge nothing until a run remakes them (stale jobs, or no per-query values)
-WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING, NOT_TRAINED, PENDING)
+WORDS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_AT_SETTING, NOT_COMPARABLE, NOT_TRAINED, PENDING)
 EXPECT = ("above", "below", "near", "no_better")
 
 RULE = (
@@ -69,7 +70,9 @@ RULE = (
     "the source states at a setting we do not run reads **not at the source's setting**, with our effect beside "
     "it (uncorrected); where the source's own cells are at our setting, the direction they show is a line of its "
     "own, judged. A line on a row whose model did not learn (held-out loss not 5% below its label prior, or its "
-    "untrained start kept) reads **not trained**, with its losses, and joins no correction. One line per row and "
+    "untrained start kept) reads **not trained**, with its losses, and joins no correction. A line on rows of two "
+    "tables made from different shared starts (parts made on other machines: their common baseline is other "
+    "models) reads **not comparable** and joins no correction. One line per row and "
     "group: nothing is aggregated over rows or collections."
 )
 
