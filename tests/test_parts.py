@@ -87,8 +87,16 @@ def test_the_index_names_each_parts_job_its_wall_clock_machine_and_commit(tmp_pa
     (tmp_path / "numbers").mkdir()
     (tmp_path / "numbers" / "run.json").write_text(json.dumps({**record, "command": "make run", "git_dirty": True}))
     lines = section(tmp_path)
-    assert "| birch | `make run PART=birch` | 90.0 min | 204 | AMD EPYC, 2 cores, bf16 | e48e36800000 |" in "\n".join(lines)
+    assert "| birch | `make run PART=birch` | 90.0 min | 204 | – | AMD EPYC, 2 cores, bf16 | e48e36800000 |" in "\n".join(lines)
     assert any(line.startswith("| whole run") and "(dirty)" in line for line in lines)
+    # the jobs' CPU seconds per second of their own time, from the part's resources table (a summary row left out):
+    # a part that shared its cores with other work shows less than one that had them to itself
+    resources = {"layout": {"rows": ["train", "score", "all"], "summaries": ["all"]},
+                 "numbers": {"resources": {"train": {"time (s)": 300.0, "CPU time (s)": 150.0},
+                                           "score": {"time (s)": 100.0, "CPU time (s)": 50.0},
+                                           "all": {"time (s)": 400.0, "CPU time (s)": 200.0}}}}
+    (tmp_path / "parts" / "birch" / "resources.json").write_text(json.dumps(resources))
+    assert "| 204 | 0.50 | AMD EPYC" in "\n".join(section(tmp_path))
 
 
 def test_the_stored_index_remade_with_its_profiles_settings_is_the_stored_one(tmp_path):
