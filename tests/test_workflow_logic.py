@@ -321,3 +321,15 @@ def test_the_thesis_run_is_copied_in_reranked_by_the_baselines_checkpoints_and_s
     assert split[split.index("--numbers") + 1] == str(run_dir / "numbers" / "radboud_2_1.json")
     assert split[split.index("--on-theirs") + 1] == "BERT baseline on the thesis' candidates"
     assert split[split.index("--measures") + 1: split.index("--out")] == ["RadboudNDCG@20", "nDCG@20"]
+
+
+def test_every_ntnu_row_carries_its_checkpoint_record():
+    """Each NTNU table names the checkpoint record of every row it trains, so that the numbers' provenance holds its
+    held-out losses and a claim on a row that ended at its label prior reads "not trained" (reranker.reproduction)."""
+    ntnu = Experiment(load_config()).plugins["ntnu"]
+    for table in ntnu.section["tables"]:
+        spec = ntnu.table_specs()[table]
+        first = spec["eval"][0]["group"]
+        rows = [e["row"] for e in spec["eval"] if e["group"] == first][1:]  # after the first stage's row
+        assert [c["label"] for c in spec["checkpoints"]] == rows, table
+        assert all(c["path"].endswith("/reranker.json") and "/checkpoints/ntnu-" in c["path"] for c in spec["checkpoints"])
