@@ -117,7 +117,7 @@ def test_the_forest_has_one_point_per_test_of_the_index_each_with_a_colour(quick
     assert set(v.WORDS) <= set(forest.COLOURS) and forest.COLOURS[v.NOT_TRAINED] != forest.COLOURS[v.INCONCLUSIVE]
     assert {p.word for p in found} <= set(forest.COLOURS)
     labels = [f"{p.claim} {p.label}" for p in found]
-    assert any(label.startswith("Figure 5.4 · 1a ") for label in labels)  # a monotone claim's line, labelled
+    assert any(label.startswith("Table 5.5 · 1 ") for label in labels)
 
 
 def test_the_index_command_draws_the_forest_and_the_readme_names_it_where_it_is_the_run_folders(tmp_path):
