@@ -327,8 +327,9 @@ def test_every_ntnu_row_carries_its_checkpoint_record():
     """Each NTNU table names the checkpoint record of every row it trains, so that the numbers' provenance holds its
     held-out losses and a claim on a row that ended at its label prior reads "not trained" (reranker.reproduction)."""
     ntnu = Experiment(load_config()).plugins["ntnu"]
+    specs = ntnu.table_specs()
     for table in ntnu.section["tables"]:
-        spec = ntnu.table_specs()[table]
+        spec = specs[table]
         first = spec["eval"][0]["group"]
         rows = [e["row"] for e in spec["eval"] if e["group"] == first][1:]  # after the first stage's row
         assert [c["label"] for c in spec["checkpoints"]] == rows, table

@@ -167,15 +167,15 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
         its mean ± sd row, and each row's checkpoint record (its held-out losses go into the numbers' provenance, so
         that a claim on a row that did not learn reads "not trained"; the Distilled group's rows share labels with
         the Train group's, and the verdicts read the first group's records only)."""
-        distilled = self.section["tables"][table]["distilled"]
-        aggregated = {self.run(name, a): a for _, m, a in self.rows(table) for name in (m, distilled.get(m)) if name}
+        distilled, rows = self.section["tables"][table]["distilled"], self.rows(table)
+        aggregated = {self.run(name, a): a for _, m, a in rows for name in (m, distilled.get(m)) if name}
         return {"eval": [{"group": group, "row": label, "path": self.eval(run)}
                          | ({"aggregation": aggregated[run]} if run in aggregated else {})
                          for group, label, run in self.table_cells(table)],
                 "value": [{"row": row, "column": column, "path": path, "key": key}
                           for row, column, path, key in self.value_cells(table)],
                 "value_format": self.value_formats(table), "summary_row": self.summary(table),
-                "checkpoints": [{"label": label, "path": self.checkpoint_meta(model)} for label, model, _ in self.rows(table)]}
+                "checkpoints": [{"label": label, "path": self.checkpoint_meta(model)} for label, model, _ in rows]}
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """Every table's cells, and the candidates figure's points (`ntnu_candidates`) where it is drawn."""
