@@ -89,13 +89,19 @@ def test_the_index_names_each_parts_job_its_wall_clock_machine_and_commit(tmp_pa
     lines = section(tmp_path)
     assert "| birch | `make run PART=birch` | 90.0 min | 204 | – | AMD EPYC, 2 cores, bf16 | e48e36800000 |" in "\n".join(lines)
     assert any(line.startswith("| whole run") and "(dirty)" in line for line in lines)
-    # the jobs' CPU seconds per second of their own time, from the part's resources table (a summary row left out):
-    # a part that shared its cores with other work shows less than one that had them to itself
-    resources = {"layout": {"rows": ["train", "score", "all"], "summaries": ["all"]},
-                 "numbers": {"resources": {"train": {"time (s)": 300.0, "CPU time (s)": 150.0},
-                                           "score": {"time (s)": 100.0, "CPU time (s)": 50.0},
-                                           "all": {"time (s)": 400.0, "CPU time (s)": 200.0}}}}
-    (tmp_path / "parts" / "birch" / "resources.json").write_text(json.dumps(resources))
+    # the jobs' CPU seconds per second of their own time, from the part's resources table as the writer makes it (its
+    # total row left out, else every second counts twice): a part that shared its cores shows less than 1
+    from pathlib import Path
+
+    from reranker.formats.benchmarks import JobBenchmark
+    from reranker.report.run_records import resources_table
+    from reranker.report.table import write_numbers
+
+    jobs = [JobBenchmark("train", "radboud-f1", 300.0, 150.0, 900.0, 1000.0, Path("a.tsv")),
+            JobBenchmark("score", "cranfield.f1", 100.0, 50.0, 500.0, 1100.0, Path("b.tsv"))]
+    machine = {"cpu": "AMD EPYC", "threads": 2, "cpu_bf16": True, "gpu": "none"}
+    table = resources_table(jobs, [], machine, "What every stage cost")
+    write_numbers(table, tmp_path / "parts" / "birch" / "resources.json", {})
     assert "| 204 | 0.50 | AMD EPYC" in "\n".join(section(tmp_path))
 
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from reranker.formats.layout import PATTERNS
+from reranker.report.run_records import TOTAL_ROW
 
 PART_RECORDS = PATTERNS["part_run"].format(part="*")
 
@@ -20,7 +21,8 @@ def cpu_per_second(resources: Path) -> str:
         return "–"
     document = json.loads(resources.read_text(encoding="utf-8"))
     layout, groups = document.get("layout") or {}, list((document.get("numbers") or {}).values())
-    rows = [r for r in layout.get("rows", []) if r not in layout.get("summaries", [])]
+    skipped = {TOTAL_ROW, *layout.get("summaries", [])}  # rows that repeat the others' time would count it twice
+    rows = [r for r in layout.get("rows", []) if r not in skipped]
     cells = [groups[0].get(r) or {} for r in rows] if groups else []
     cpu, time = (sum(c.get(key) or 0 for c in cells) for key in ("CPU time (s)", "time (s)"))
     return f"{cpu / time:.2f}" if time else "–"

@@ -189,6 +189,7 @@ STAGE_ORDER = ("export", "folds", "index", "retrieve", "evaluate", "segment", "t
                "aggregate", "speed", "tables", "figures", "compare")
 RESOURCE_COLUMNS = ("jobs", "time (s)", "CPU time (s)", "max RSS (MiB)")
 RESOURCE_EXTRAS = ("pairs/s", "GPU", "GPU peak (MiB)", "GPU energy (J)")
+TOTAL_ROW = "sum"  # the resources table's last row adds all the others: readers that add rows skip it
 
 
 def resource_subject(stage: str, name: str, groups: Sequence[str] = ()) -> str:
@@ -251,7 +252,7 @@ def resources_table(jobs: Sequence, metas: Sequence[tuple[str, str, dict]], mach
 
     for key in sorted(by_stage, key=order):
         add_row(f"{key[0]} · {key[1]}", by_stage[key], by_key.get(key, []))
-    add_row("sum", list(jobs), [meta for _, _, meta in metas], rate=False)  # pairs of train and score do not add
+    add_row(TOTAL_ROW, list(jobs), [meta for _, _, meta in metas], rate=False)  # pairs of train and score do not add
     table.extra_formats.update({"pairs/s": ",.1f", "GPU peak (MiB)": ",.0f", "GPU energy (J)": ",.0f"})
     busy = busy_seconds(list(jobs))
     total = sum(job.seconds for job in jobs)
