@@ -385,6 +385,22 @@ def test_an_equal_claim_comes_out_every_way(tmp_path, rows, expect, word):
     assert words(tmp_path, {"kind": "equal", "rows": "*", "measure": "AP@1000", "expect": expect, "margin": 0.01}) == [word]
 
 
+def test_the_index_row_of_a_claim_that_runs_differ_shows_the_pair_that_decided_it(tmp_path):
+    """One row of the index speaks for all the pairs: for "they differ" the pair beyond the margin, not the first pair
+    (a and b, within it), so that the row's effect and p are the ones the verdict rests on."""
+    from reranker.report.seed_index import effect_cell, p_cell
+
+    write_document(tmp_path, {row: shifted(m, 0.1, seed=i) for i, (row, m) in enumerate({"a": 0.0, "b": 0.001, "c": 0.08}.items())})
+    for expect in ("differ", "equal"):
+        verdict = claims.check({"cite": "t", "kind": "equal", "rows": "*", "measure": "AP@1000", "expect": expect,
+                                "margin": 0.01}, {"table": "main"}, tmp_path)
+        line = verdict.lines[0]
+        lead = line.lead()
+        assert lead is not line.tests[0] and lead.word == "contradicted" and abs(lead.effect) > 0.07  # a or b against c
+        p = p_cell(line)
+        assert effect_cell(line).startswith(f"{lead.effect:+.4f}") and (p.startswith("<") or float(p.split()[0]) < 0.05)
+
+
 def test_an_equal_claim_on_noise_is_inconclusive(tmp_path):
     write_document(tmp_path, {"a": BASE, "b": BASE + 6 * NOISE + 0.004})
     assert words(tmp_path, {"kind": "equal", "rows": "*", "measure": "AP@1000", "expect": "equal", "margin": 0.01}) == ["inconclusive"]

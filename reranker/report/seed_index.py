@@ -78,11 +78,11 @@ def _signed(value: float) -> str:
 
 
 def effect_cell(line: Line) -> str:
-    """The first test's effect with its 95% interval (and margin), the number of further tests; where the line has
+    """The deciding test's effect with its 95% interval (and margin), the number of further tests; where the line has
     no test, what its verdict rests on (its first note's first clause)."""
     if not line.tests:
         return short(line.notes[0].split(";")[0], 90) if line.notes else "–"
-    test = line.tests[0]
+    test = line.lead()
     text = f"{_signed(test.effect)} [95% CI {_signed(test.ci[0])}, {_signed(test.ci[1])}]"
     if test.margin is not None:
         text += f", margin {'±' if test.expect == 'near' else ''}{test.margin:g}"
@@ -93,7 +93,7 @@ def effect_cell(line: Line) -> str:
 def p_cell(line: Line) -> str:
     if not line.tests:
         return "–"
-    test = line.tests[0]
+    test = line.lead()
     return _p_text(test.p_adjusted) + ("" if test.corrected else " (uncorrected)")
 
 

@@ -446,7 +446,15 @@ class Judge:
                     return word
                 beyond = any(t.word == v.CONTRADICTED for t in all_tests)  # some pair beyond the margin: they differ
                 return v.REPRODUCED if beyond else v.CONTRADICTED if word == v.REPRODUCED else v.INCONCLUSIVE
-            line.decide = decide
+
+            def deciding(all_tests: list[v.Test]) -> v.Test:
+                # a pair significantly beyond the margin decides either way (they differ; not all equal); else the
+                # pair least sure to be within it
+                beyond = [t for t in all_tests if t.word == v.CONTRADICTED]
+                if beyond:
+                    return min(beyond, key=lambda t: (t.p_adjusted, -abs(t.effect)))
+                return max(all_tests, key=lambda t: (t.p_adjusted, abs(t.effect)))
+            line.decide, line.deciding = decide, deciding
             lines.append(line)
         if not lines:
             return Verdict(word="not run", text=f"fewer than two rows {claim['rows']} with {claim['measure']} in this run")
