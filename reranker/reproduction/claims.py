@@ -52,7 +52,7 @@ from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
 from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained
-from reranker.reproduction.lines import Line, Verdict, every, fmt, matching, no_values, setting_words, single
+from reranker.reproduction.lines import Line, Verdict, deciding_pair, every, fmt, matching, no_values, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
 
@@ -446,15 +446,7 @@ class Judge:
                     return word
                 beyond = any(t.word == v.CONTRADICTED for t in all_tests)  # some pair beyond the margin: they differ
                 return v.REPRODUCED if beyond else v.CONTRADICTED if word == v.REPRODUCED else v.INCONCLUSIVE
-
-            def deciding(all_tests: list[v.Test]) -> v.Test:
-                # a pair significantly beyond the margin decides either way (they differ; not all equal); else the
-                # pair least sure to be within it
-                beyond = [t for t in all_tests if t.word == v.CONTRADICTED]
-                if beyond:
-                    return min(beyond, key=lambda t: (t.p_adjusted, -abs(t.effect)))
-                return max(all_tests, key=lambda t: (t.p_adjusted, abs(t.effect)))
-            line.decide, line.deciding = decide, deciding
+            line.decide, line.deciding = decide, deciding_pair
             lines.append(line)
         if not lines:
             return Verdict(word="not run", text=f"fewer than two rows {claim['rows']} with {claim['measure']} in this run")

@@ -31,6 +31,15 @@ def setting_words(text: str) -> str:
     return re.sub(r"e-0+(\d)", r"e-\1", re.sub(r"\s+", " ", text.strip().lower()))
 
 
+def deciding_pair(tests: list[v.Test]) -> v.Test:
+    """Of a claim's pairwise tests (the runs differ, all are equal), the one its verdict rests on: a pair significantly
+    beyond the margin decides either way (they differ; not all are equal); else the pair least sure to be within it."""
+    beyond = [t for t in tests if t.word == v.CONTRADICTED]
+    if beyond:
+        return min(beyond, key=lambda t: (t.p_adjusted, -abs(t.effect)))
+    return max(tests, key=lambda t: (t.p_adjusted, abs(t.effect)))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Lines: one judged statement each (one row in one group, or a whole trend), worded once the family is corrected
 
