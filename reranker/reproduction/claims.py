@@ -444,9 +444,9 @@ class Judge:
                 word = v.combine([t.word for t in all_tests])
                 if expect == "equal":
                     return word
-                beyond = any(t.word == v.CONTRADICTED for t in all_tests)  # some pair beyond the margin: they differ
+                beyond = deciding_pair(all_tests).word == v.CONTRADICTED  # some pair beyond the margin: they differ
                 return v.REPRODUCED if beyond else v.CONTRADICTED if word == v.REPRODUCED else v.INCONCLUSIVE
-            line.decide, line.deciding = decide, deciding_pair
+            line.decide, line.pairwise = decide, True
             lines.append(line)
         if not lines:
             return Verdict(word="not run", text=f"fewer than two rows {claim['rows']} with {claim['measure']} in this run")

@@ -57,12 +57,12 @@ class Line:
     reproduction: str = ""  # ER and ΔRI against the source's cells, with the source's own direction
     untrained: str | None = None  # why a row it compares did not learn (its held-out losses): "not trained"
     apart: str | None = None  # why its rows are not one experiment (tables from different shared starts)
-    deciding: Callable[[list[v.Test]], v.Test] | None = None  # the test a one-row summary shows; None: the first
+    pairwise: bool = False  # a claim on every pair of rows: its one-row summary shows the deciding pair, not the first
 
     def lead(self) -> v.Test:
         """The test that speaks for the line where one must (the index's row): for a claim that some pair differs,
         the pair that decided it, not whichever pair came first."""
-        return self.deciding(self.tests) if self.deciding is not None else self.tests[0]
+        return deciding_pair(self.tests) if self.pairwise else self.tests[0]
 
     def verdict(self) -> str:
         if self.not_at is not None:
