@@ -12,11 +12,14 @@ import pytest
 import yaml
 
 from reranker import experiments
+from reranker.formats import numbers as stored_numbers
 from reranker.formats.catalog import DEFAULT_CATALOG, read_catalog
+from reranker.formats.learning import grouped_label
 from reranker.report import notes, seed_index
 from reranker.reproduction import claims, lines, significance
 from reranker.reproduction import seeds as seed_file
 from reranker.reproduction import verdicts as v
+from reranker.reproduction.grid import untrained
 from reranker.stages import tables
 from reranker.stages.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
@@ -289,6 +292,21 @@ def test_a_row_that_did_not_learn_reads_not_trained(tmp_path, base, m, word):
     if len(m) == 5:
         assert "kept its untrained start (step 0) on 2 of 5 folds" in verdict.render()
 
+
+
+def test_a_later_groups_row_is_judged_by_its_own_checkpoint():
+    """Table 5.6's students share their rows' labels with the Train group's models: a student that did not learn
+    reads not trained though its twin learned, and the twin is not judged by the student."""
+    row = "MiniLM-L6, first layer"
+    numbers = {g: {row: {"RR@10": 0.2}} for g in ("Train", "Distilled")}
+    document = {"layout": {"groups": ["Train", "Distilled"]}, "numbers": numbers,
+                "provenance": {"checkpoints": {row: validation(800, 0.25),
+                                               grouped_label(row, "Distilled"): validation(800, 0.37)}}}
+    side = lambda group: stored_numbers.Side(row, group, 0.2, None)  # noqa: E731
+    assert untrained(document, side("Train")) is None
+    assert "ended less than 5% below its label prior" in untrained(document, side("Distilled"))
+    del document["provenance"]["checkpoints"][grouped_label(row, "Distilled")]  # no record of its own: not judged
+    assert untrained(document, side("Distilled")) is None
 
 def two_parts(run_dir: Path, baseline_there: list[str]) -> None:
     """Table "main" (m above its baseline) and table "other" (row "o", and the same baseline retrained with the

@@ -14,6 +14,7 @@ from reranker.core.config import NamedRows, merge, training_config
 from reranker.core.registry import AGGREGATORS, FIRST_STAGES
 from reranker.experiments.base import FigureJob, Plugin, StageJob, TableJob, section_problems, significance
 from reranker.experiments.curves import LossCurves
+from reranker.formats.learning import grouped_label
 
 # The prefix of every checkpoint it generates (one per model): its names, and its resources row.
 CHECKPOINT_PREFIX = "ntnu-"
@@ -165,8 +166,8 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
     def spec(self, table: str) -> dict[str, list[dict]]:
         """A table's cells (reranker.formats.table_spec): its evaluations, its value columns and their formats,
         its mean ± sd row, and each row's checkpoint record (its held-out losses go into the numbers' provenance, so
-        that a claim on a row that did not learn reads "not trained"; the Distilled group's rows share labels with
-        the Train group's, and the verdicts read the first group's records only)."""
+        that a claim on a row that did not learn reads "not trained"; a Distilled student's record is labelled
+        `grouped_label(row, "Distilled")`, apart from its Train twin's)."""
         distilled, rows = self.section["tables"][table]["distilled"], self.rows(table)
         aggregated = {self.run(name, a): a for _, m, a in rows for name in (m, distilled.get(m)) if name}
         return {"eval": [{"group": group, "row": label, "path": self.eval(run)}
@@ -175,7 +176,9 @@ class NTNU(LossCurves, Plugin, name="ntnu", wall_clock_part="ntnu", checkpoint_p
                 "value": [{"row": row, "column": column, "path": path, "key": key}
                           for row, column, path, key in self.value_cells(table)],
                 "value_format": self.value_formats(table), "summary_row": self.summary(table),
-                "checkpoints": [{"label": label, "path": self.checkpoint_meta(model)} for label, model, _ in rows]}
+                "checkpoints": [{"label": label, "path": self.checkpoint_meta(model)} for label, model, _ in rows]
+                + [{"label": grouped_label(label, "Distilled"), "path": self.checkpoint_meta(distilled[model])}
+                   for label, model, _ in rows if model in distilled]}
 
     def table_specs(self) -> dict[str, dict[str, list[dict]]]:
         """Every table's cells, and the candidates figure's points (`ntnu_candidates`) where it is drawn."""

@@ -13,6 +13,12 @@ from collections.abc import Mapping, Sequence
 LEARNED_MARGIN = 0.05  # held-out loss this far below the label prior before a checkpoint counts as learned
 
 
+def grouped_label(row: str, group: str) -> str:
+    """The label of a checkpoint record for a row in a table's later group (Table 5.6's Distilled students share
+    their rows' labels with the Train group's models): the row's label in the first group, this in the others."""
+    return f"{row} ({group})"
+
+
 def learned(validation: Mapping) -> bool:
     """Held-out loss more than LEARNED_MARGIN below the label prior."""
     return validation["loss"] < (1 - LEARNED_MARGIN) * validation["prior_loss"]

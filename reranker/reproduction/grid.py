@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 
 from reranker.formats import numbers as stored
-from reranker.formats.learning import not_trained
+from reranker.formats.learning import grouped_label, not_trained
 
 SETTING_KEYS = ("learning_rate", "epochs")
 BEST = "best"
@@ -66,10 +66,14 @@ def apart(document: Mapping, other: Mapping, names: tuple[str, str]) -> str | No
 
 def untrained(document: Mapping, side: stored.Side) -> str | None:
     """Why the row's checkpoints (the table's provenance: one, or one per fold) are not a trained model; None where
-    they learned or the table records none. The metas are the first grid point's, so other groups are not read."""
-    recorded = ((document.get("provenance") or {}).get("checkpoints") or {}).get(side.row)
+    they learned or the table records none. A later group's row has its own record where the table keeps one
+    (`grouped_label`: Table 5.6's students); elsewhere the metas are the first grid point's, and other groups are
+    not read."""
+    records = (document.get("provenance") or {}).get("checkpoints") or {}
     groups = stored.groups(document)
-    if not recorded or (len(groups) > 1 and side.group != groups[0]):
+    later = len(groups) > 1 and side.group != groups[0]
+    recorded = records.get(grouped_label(side.row, side.group)) if later else records.get(side.row)
+    if not recorded:
         return None
     why = not_trained(recorded if isinstance(recorded, list) else [recorded])
     return f"{side.row} is not trained: it {why}" if why else None
