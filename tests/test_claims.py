@@ -293,7 +293,6 @@ def test_a_row_that_did_not_learn_reads_not_trained(tmp_path, base, m, word):
         assert "kept its untrained start (step 0) on 2 of 5 folds" in verdict.render()
 
 
-
 def test_a_later_groups_row_is_judged_by_its_own_checkpoint():
     """Table 5.6's students share their rows' labels with the Train group's models: a student that did not learn
     reads not trained though its twin learned, and the twin is not judged by the student."""
