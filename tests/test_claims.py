@@ -304,8 +304,14 @@ def test_a_later_groups_row_is_judged_by_its_own_checkpoint():
     side = lambda group: stored_numbers.Side(row, group, 0.2, None)  # noqa: E731
     assert untrained(document, side("Train")) is None
     assert "ended less than 5% below its label prior" in untrained(document, side("Distilled"))
+    assert "MiniLM-L6, first layer (Distilled) is not trained" in untrained(document, side("Distilled"))
+    # a speed is the architecture's, learned or not: the student's queries per minute is judged
+    document["machine_dependent"] = ["Queries/min"]
+    assert untrained(document, stored_numbers.Side(row, "Distilled", 240.0, None, "Queries/min")) is None
+    assert untrained(document, stored_numbers.Side(row, "Distilled", 0.2, None, "RR@10")) is not None
     del document["provenance"]["checkpoints"][grouped_label(row, "Distilled")]  # no record of its own: not judged
     assert untrained(document, side("Distilled")) is None
+
 
 def two_parts(run_dir: Path, baseline_there: list[str]) -> None:
     """Table "main" (m above its baseline) and table "other" (row "o", and the same baseline retrained with the

@@ -37,6 +37,7 @@ class Side:
     group: str
     value: float
     per_query: Mapping[str, float] | None
+    measure: str = ""
 
     def label(self, groups_differ: bool) -> str:
         return self.row + (f" ({self.group})" if groups_differ else "")
@@ -60,4 +61,4 @@ def side(document: Mapping, group: str, row: str, measure: str) -> Side | None:
     if value is None:
         return None
     per_query = (((document.get("per_query") or {}).get(group) or {}).get(row) or {}).get(measure)
-    return Side(row, group, value, per_query)
+    return Side(row, group, value, per_query, measure)
