@@ -1,6 +1,6 @@
-"""The held-out MRR (reranker.neural.training.validation) on ir_measures' RR gives the very floats of the hand-written
-ranking it replaced (kept here as `old_*`): ties in input order, 0 for a query without a relevant pair, the mean
-summed in the queries' first-appearance order. These MRRs reach reranker.json, so the tables' notes, unchanged."""
+"""The held-out MRR (reranker.neural.training.validation) on ir_measures' RR gives the very floats of a hand-written
+ranking (`old_*`): ties in `tie_key`'s order, 0 for a query without a relevant pair, the mean summed in the queries'
+first-appearance order. Ties do not follow the pairs' order, which puts a query's positives first."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import random
 
 import torch
 
-from reranker.neural.training.validation import mrr, mrr_by_source, reciprocal_ranks
+from reranker.neural.training.validation import mrr, mrr_by_source, reciprocal_ranks, tie_key
 
 
 def old_reciprocal_ranks(qids, scores, relevant):
     by_query = {}
-    for qid, score, judged in zip(qids, scores, relevant):
-        by_query.setdefault(qid, []).append((score, judged))
+    for i, (qid, score, judged) in enumerate(zip(qids, scores, relevant)):
+        by_query.setdefault(qid, []).append((score, tie_key(qid, i), judged))
     reciprocal = {}
     for qid, entries in by_query.items():
-        ranked = sorted(entries, key=lambda entry: -entry[0])
-        first = next((rank for rank, (_, judged) in enumerate(ranked, start=1) if judged), None)
+        ranked = sorted(sorted(entries, key=lambda entry: entry[1], reverse=True), key=lambda entry: -entry[0])
+        first = next((rank for rank, (_, _, judged) in enumerate(ranked, start=1) if judged), None)
         reciprocal[qid] = 1 / first if first else 0.0
     return reciprocal
 
@@ -63,10 +63,19 @@ def test_the_mrr_is_the_old_rankings_to_the_last_bit():
         assert list(mrr_by_source(qids, scores, relevant).items()) == list(old_mrr_by_source(qids, scores, relevant).items())
 
 
-def test_tied_pairs_keep_their_order_and_a_query_without_a_relevant_pair_counts_as_0():
+def test_a_query_without_a_relevant_pair_counts_as_0():
     qids = ["a\t1", "a\t1", "a\t1", "b\t2", "b\t2", "a\t3"]
-    scores = [0.5, 0.5, 0.5, 2.0, 1.0, 0.0]
-    relevant = [False, False, True, False, False, False]
-    assert reciprocal_ranks(qids, scores, relevant) == {"a\t1": 1 / 3, "b\t2": 0.0, "a\t3": 0.0}
-    assert mrr(qids, scores, relevant) == (1 / 3) / 3
-    assert mrr_by_source(qids, scores, relevant) == {"a": round((1 / 3) / 2, 6), "b": 0.0}
+    scores = [0.5, 0.9, 0.5, 2.0, 1.0, 0.0]
+    relevant = [False, True, False, False, False, False]
+    assert reciprocal_ranks(qids, scores, relevant) == {"a\t1": 1.0, "b\t2": 0.0, "a\t3": 0.0}
+    assert mrr(qids, scores, relevant) == 1 / 3
+    assert mrr_by_source(qids, scores, relevant) == {"a": 0.5, "b": 0.0}
+
+
+def test_a_model_that_scores_every_pair_alike_reads_about_chance_wherever_the_positive_stands():
+    """Held-out pairs come positive first; with ties kept in that order a model at its label prior read MRR 1.0.
+    Eight pairs, one relevant, ties in random order: the expected RR is (1 + 1/2 + ... + 1/8) / 8 = 0.34."""
+    qids = [f"q\t{q}" for q in range(300) for _ in range(8)]
+    for at in (0, 7):
+        relevant = [i % 8 == at for i in range(len(qids))]
+        assert 0.28 < mrr(qids, [0.0] * len(qids), relevant) < 0.40

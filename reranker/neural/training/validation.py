@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,17 +26,25 @@ def validate(model: Any, encoded: Encoded, objective: Objective, pad_id: int, de
     return {"loss": loss, "mrr": mrr(encoded.qids, objective.score(logits).tolist(), encoded.relevant)}
 
 
+def tie_key(qid: str, i: int) -> str:
+    """Pair i's document name for trec_eval, which breaks a tie of scores by name, descending: a hash of the
+    query and the position, so that tied pairs fall in an order that is fixed but unrelated to the pairs' order,
+    which puts a query's positives first (ties kept in that order read MRR 1.0 for a model that scores every
+    pair alike)."""
+    digest = int.from_bytes(hashlib.blake2b(f"{qid}\t{i}".encode(), digest_size=8).digest(), "big")
+    return f"{digest:020d}-{i:09d}"
+
+
 def reciprocal_ranks(qids: Sequence[str], scores: Sequence[float], relevant: Sequence[bool]) -> dict[str, float]:
     """Each query's reciprocal rank of its first judged-relevant pair, its pairs ranked by score (0 if none), in
-    the order the queries first appear: ir_measures' RR (trec_eval's recip_rank, through pytrec_eval).
-
-    trec_eval breaks a tie of scores by docno, descending: pair i is document `10**9 - i`, so tied pairs keep
-    their order. It compares scores as 32-bit floats, which the scores here are (a float32 model's)."""
+    the order the queries first appear: ir_measures' RR (trec_eval's recip_rank, through pytrec_eval). Tied
+    scores fall in `tie_key`'s order. trec_eval compares scores as 32-bit floats, which the scores here are (a
+    float32 model's)."""
     run: dict[str, dict[str, float]] = {}
     qrels: dict[str, dict[str, int]] = {}
     names: dict[str, str] = {}  # a query's id for trec_eval: its number (the qids here hold a tab)
     for i, (qid, score, judged) in enumerate(zip(qids, scores, relevant)):
-        name, doc = names.setdefault(qid, str(len(names))), f"{10**9 - i:010d}"
+        name, doc = names.setdefault(qid, str(len(names))), tie_key(qid, i)
         run.setdefault(name, {})[doc] = float(score)
         if judged:
             qrels.setdefault(name, {})[doc] = 1
