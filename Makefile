@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml
 # adds the stretches up, pauses left out. The Snakefile holds one lock per run folder (reranker/workflow/run_lock.py)
 # instead of Snakemake's, which outlives a SIGKILL: a run whose machine went away resumes with `make run` alone.
 run: setup
-	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --logs-only
+	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --logs-only --snakemake "$(SNAKEMAKE)"
 	$(SNAKEMAKE) --nolock
 	$(BIN)/python -m reranker.workflow.finish --run-dir $(RUN_DIR) --command "make run$(if $(PART), PART=$(PART))" --snakemake "$(SNAKEMAKE)"
 

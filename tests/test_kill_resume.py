@@ -182,6 +182,7 @@ def test_a_run_killed_with_sigkill_resumes_with_make_run(tmp_path, birch_data):
     assert left.returncode == 0 and "Nothing to be done" in left.stdout + left.stderr, left.stderr[-2000:]
     record = json.loads((run_dir / "numbers" / "run.json").read_text())
     assert len(record["stretches"]) == 2 and not record["stretches"][0]["finished"] and record["stretches"][1]["finished"]
+    assert [s["git_commit"] for s in record["stretches"]] == [record["git_commit"]] * 2  # each noted as it began
     for path in ("tables/fake_paper_1.md", "tables/baselines.md", "tables/resources.md", "report.html", "README.md"):
         assert (run_dir / path).exists(), path
     # The test paper's own files, its table with the suite's marks, and its claim judged by a paired test.

@@ -220,9 +220,17 @@ def test_a_resumed_run_is_timed_as_the_sum_of_its_stretches_without_the_pauses(t
     second.write_text("  Date: 2026-11-23 14:00:00\n" + c1 + c2 + "2 of 2 steps (100%) done\nElapsed time: 0:21:00\n")
     noop = tmp_path / "2026-11-23T150000.000000.snakemake.log"
     noop.write_text("  Date: 2026-11-23 15:00:00\nNothing to be done (all requested files are present and up to date).\n")
+    # each stretch's note, written as it started (finish --logs-only): the folder was resumed at a later commit
+    notes = [{"at": "2026-11-23 08:58:59", "git_commit": "a" * 40, "git_dirty": False, "snakemake": "snakemake"},
+             {"at": "2026-11-23 13:59:59", "git_commit": "b" * 40, "git_dirty": False, "snakemake": "snakemake -R x"}]
+    (tmp_path / "stretches.jsonl").write_text("".join(json.dumps(n) + "\n" for n in reversed(notes)))
     out = tmp_path / "run.json"
     assert main(["wallclock", "--log", str(second), "--log", str(noop), "--log", str(first), "--out", str(out)]) == 0
     record = json.loads(out.read_text())
+    assert [s["git_commit"][0] for s in record["stretches"]] == ["a", "b", "b"]
+    assert record["stretches"][1]["snakemake"] == "snakemake -R x"
+    from reranker.report.parts import _row
+    assert f"| {'a' * 12} + {'b' * 12} |" in _row("p", record, tmp_path / "none.json")
     # 08:59:00-09:12:30 (to its last timestamp: the drained job's time counts), then 21 min; 14:21-15:00 does not
     assert record["wall_clock_seconds"] == 13.5 * 60 + 21 * 60 and record["jobs"] == 2
     assert [s["seconds"] for s in record["stretches"]] == [13.5 * 60, 21 * 60, 0.0]

@@ -108,6 +108,7 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
                           "seconds": round(seconds, 1), "jobs": len(re.findall(r"^Finished jobid: ", text, re.M)),
                           "finished": finished is not None})
     stretches.sort(key=lambda s: s["started"] or "")
+    _add_commits(stretches, Path(logs[0]).parent / STRETCH_NOTES)
     working = [s for s in stretches if s["jobs"]]
     if not working:
         raise TableError(f"no finished job in {', '.join(map(str, logs))}")
@@ -117,6 +118,23 @@ def run_wall_clock(logs: Sequence[str | os.PathLike]) -> dict:
     return {"started": working[0]["started"], "wall_clock_seconds": round(sum(s["seconds"] for s in stretches), 1),
             "jobs": sum(s["jobs"] for s in stretches), "stretches": stretches,
             "snakemake_logs": [s["snakemake_log"] for s in stretches]}
+
+
+STRETCH_NOTES = "stretches.jsonl"  # beside the logs: one line per `make run` stretch, written as it starts
+
+
+def _add_commits(stretches: list[dict], notes: Path) -> None:
+    """Each stretch's commit and DAG command: the last note (`workflow.finish --logs-only`, before each stretch)
+    taken at or before its start, so that a run resumed at a later commit says which commit made what. A
+    stretch with no note before it (a folder begun before the notes existed) gets none."""
+    if not notes.exists():
+        return
+    taken = sorted((json.loads(line) for line in notes.read_text(encoding="utf-8").splitlines() if line.strip()),
+                   key=lambda note: note["at"])
+    for stretch in stretches:
+        before = [note for note in taken if stretch["started"] and note["at"] <= stretch["started"][:19]]
+        if before:
+            stretch.update({key: before[-1][key] for key in ("git_commit", "git_dirty", "snakemake") if key in before[-1]})
 
 
 def job_spans(log: str | os.PathLike) -> list[dict]:

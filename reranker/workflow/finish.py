@@ -3,7 +3,8 @@
     python -m reranker.workflow.finish --run-dir runs/default --command "make run" [--snakemake "snakemake --cores all ..."]
 
 In the run folder it writes, in this order:
-- `logs/*.snakemake.log`: each stretch's Snakemake log, copied from .snakemake/log (collect_logs);
+- `logs/*.snakemake.log`: each stretch's Snakemake log, copied from .snakemake/log (collect_logs); before each
+  stretch, `--logs-only` also notes its start, commit and DAG command in `logs/stretches.jsonl` (note_stretch);
 - `numbers/run.json`: the run's wall clock and machine from every stretch's Snakemake log
   (`logs/*.snakemake.log`: a run stopped and resumed adds its stretches up, pauses left out);
 - `numbers/<name>_time.json`: the wall clock of each paper with a part of its own (the registry's,
@@ -23,13 +24,16 @@ Not a stage: it reads the papers' registry (reranker.experiments), which stages 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from reranker import experiments
+from reranker.core.provenance import git_state
 from reranker.formats.entry import exits_on_input_error
 from reranker.formats.layout import Layout
 from reranker.report import run_records as records
@@ -63,6 +67,15 @@ def collect_logs(run_dir: Path, snakemake_logs: Path = Path(".snakemake/log")) -
             continue  # copied already, and not grown since
         if _mentions(log, mark):
             shutil.copy2(log, copy)
+
+
+def note_stretch(run_dir: Path, snakemake: str) -> None:
+    """Before a stretch: when it starts, at which commit and with which DAG command (its extra arguments too),
+    one line in logs/stretches.jsonl, which run.json's stretches read (a folder resumed at a later commit)."""
+    commit, dirty = git_state()
+    note = {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "git_commit": commit, "git_dirty": dirty, "snakemake": snakemake}
+    with open(run_dir / "logs" / records.STRETCH_NOTES, "a", encoding="utf-8") as notes:
+        notes.write(json.dumps(note) + "\n")
 
 
 def _part(run_dir: Path) -> str | None:
@@ -109,10 +122,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="the command that ran the DAG (profile, config files): the report is made with it")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (a test, or a machine without the DAG's inputs)")
     parser.add_argument("--logs-only", action="store_true",
-                        help="only copy this run's Snakemake logs into <run-dir>/logs/ (make run, before each stretch)")
+                        help="only copy this run's Snakemake logs into <run-dir>/logs/ and note the stretch about to start "
+                             "(its time, commit and --snakemake command: logs/stretches.jsonl; make run, before each stretch)")
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     if args.logs_only:
         collect_logs(Path(args.run_dir))
+        note_stretch(Path(args.run_dir), args.snakemake)
         return 0
     return finish(Path(args.run_dir), args.command, args.snakemake, report=not args.no_report)
 
