@@ -51,7 +51,7 @@ from pathlib import Path
 from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
-from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained
+from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained, untrained_pair
 from reranker.reproduction.lines import Line, Verdict, deciding_pair, every, fmt, matching, no_values, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
@@ -157,7 +157,7 @@ class Judge:
         for group in at or groups:
             for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
                 lines.append(self._compare_line(claim, entry, ours, than, named, spread, not_at,
-                                                untrained(document, ours) or untrained(than_doc, than), apart_why))
+                                                untrained_pair(document, ours, than_doc, than), apart_why))
                 if not_at is not None:
                     lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained, apart_why)
         if not lines:

@@ -80,3 +80,8 @@ def untrained(document: Mapping, side: stored.Side) -> str | None:
         return None
     why = not_trained(recorded if isinstance(recorded, list) else [recorded])
     return f"{side.label(later)} is not trained: it {why}" if why else None
+
+
+def untrained_pair(ours_document: Mapping, ours: stored.Side, than_document: Mapping, than: stored.Side) -> str | None:
+    """Why either row of a compared pair did not learn ("; "-joined: both where neither did), or None."""
+    return "; ".join(why for why in (untrained(ours_document, ours), untrained(than_document, than)) if why) or None
