@@ -19,7 +19,7 @@ from reranker.report import notes, seed_index
 from reranker.reproduction import claims, lines, significance
 from reranker.reproduction import seeds as seed_file
 from reranker.reproduction import verdicts as v
-from reranker.reproduction.grid import untrained, untrained_pair
+from reranker.reproduction.grid import untrained, untrained_rows
 from reranker.stages import tables
 from reranker.stages.evaluate import evaluate
 from tests.test_tables import MEASURES, runs_and_qrels
@@ -312,9 +312,9 @@ def test_a_later_groups_row_is_judged_by_its_own_checkpoint():
     # a pair of which neither learned says so of both
     both = {**document, "provenance": {"checkpoints": {row: validation(800, 0.37),
                                                        grouped_label(row, "Distilled"): validation(800, 0.37)}}}
-    why = untrained_pair(both, side("Distilled"), both, side("Train"))
+    why = untrained_rows([(both, side("Distilled")), (both, side("Train"))])
     assert f"{row} (Distilled) is not trained" in why and f"; {row} is not trained" in why
-    assert untrained_pair(document, side("Train"), document, side("Train")) is None
+    assert untrained_rows([(document, side("Train"))] * 2) is None
     del document["provenance"]["checkpoints"][grouped_label(row, "Distilled")]  # no record of its own: not judged
     assert untrained(document, side("Distilled")) is None
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reranker.formats.errors import FormatError
+from reranker.formats.learning import grouped_label
 
 
 def read_numbers(run_dir: Path, name: str) -> dict | None:
@@ -40,7 +41,7 @@ class Side:
     measure: str = ""
 
     def label(self, groups_differ: bool) -> str:
-        return self.row + (f" ({self.group})" if groups_differ else "")
+        return grouped_label(self.row, self.group) if groups_differ else self.row
 
 
 def groups(document: Mapping) -> list[str]:

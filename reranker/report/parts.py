@@ -28,6 +28,10 @@ def cpu_per_second(resources: Path) -> str:
     return f"{cpu / time:.2f}" if time else "–"
 
 
+def _commit(record: dict) -> str:
+    return (record.get("git_commit") or "?")[:12] + (" (dirty)" if record.get("git_dirty") else "")
+
+
 def _row(name: str, record: dict, resources: Path) -> str:
     machine = record.get("machine") or {}
     cpu = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores" + (", bf16" if machine.get("bf16") else "")
@@ -35,10 +39,8 @@ def _row(name: str, record: dict, resources: Path) -> str:
     if gpu and gpu != "none":
         cpu += f", GPU {gpu}"
     # a folder resumed at a later commit: each stretch's commit, in order (its notes, logs/stretches.jsonl)
-    commits = list(dict.fromkeys((s["git_commit"] or "?")[:12] + (" (dirty)" if s.get("git_dirty") else "")
-                                 for s in record.get("stretches", []) if s.get("jobs") and "git_commit" in s))
-    commit = (record.get("git_commit") or "?")[:12] + (" (dirty)" if record.get("git_dirty") else "")
-    commit = " + ".join(commits) if commits else commit
+    commits = list(dict.fromkeys(_commit(s) for s in record.get("stretches", []) if s.get("jobs") and "git_commit" in s))
+    commit = " + ".join(commits) if commits else _commit(record)
     minutes = record.get("wall_clock_seconds")
     wall = f"{minutes / 60:.1f} min" if isinstance(minutes, (int, float)) else "?"
     cells = [name, f"`{record.get('command', '')}`", wall, str(record.get("jobs", "?")), cpu_per_second(resources), cpu,

@@ -51,7 +51,7 @@ from pathlib import Path
 from reranker.formats import numbers as stored
 from reranker.reproduction import verdicts as v
 from reranker.reproduction.effects import Reproduction
-from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained, untrained_pair
+from reranker.reproduction.grid import BEST, apart, at_setting, group_setting, setting_text, untrained_rows
 from reranker.reproduction.lines import Line, Verdict, deciding_pair, every, fmt, matching, no_values, setting_words, single
 from reranker.reproduction.seeds import ClaimError, patterns, ref_cells, ref_of
 from reranker.reproduction.tolerance import within
@@ -96,12 +96,6 @@ class Judge:
             self.outside.append(test)
             return test
         return self.family.add(test)
-
-    @staticmethod
-    def _untrained_of(document: Mapping, sides: Sequence[stored.Side]) -> str | None:
-        """Why any of the rows did not learn ("; "-joined), or None: a line over several rows reads "not trained" if one did not."""
-        found = [why for side in sides if (why := untrained(document, side))]
-        return "; ".join(found) or None
 
     # -- claim kinds ------------------------------------------------------------------------------------
 
@@ -157,7 +151,7 @@ class Judge:
         for group in at or groups:
             for ours, than, named in self._pairs(claim, document, than_doc, group, len(groups) > 1):
                 lines.append(self._compare_line(claim, entry, ours, than, named, spread, not_at,
-                                                untrained_pair(document, ours, than_doc, than), apart_why))
+                                                untrained_rows([(document, ours), (than_doc, than)]), apart_why))
                 if not_at is not None:
                     lines += self._source_direction(claim, entry, ours, than, named, lines[-1].untrained, apart_why)
         if not lines:
@@ -300,7 +294,7 @@ class Judge:
         sides = sorted(sides, key=lambda item: item[0])
         text = f"{claim['measure']} by {claim.get('by', 'x')}: " + ", ".join(f"{s.row} {fmt(s.value)}" for _, s in sides)
         line = Line(text, rows=", ".join(s.row for _, s in sides),
-                    untrained=self._untrained_of(document, [s for _, s in sides]) if document is not None else None)
+                    untrained=untrained_rows((document, s) for _, s in sides) if document is not None else None)
         judged = line.untrained is None
         if "rests_on" in claim:
             margin = float(claim["margin"])
@@ -415,7 +409,7 @@ class Judge:
                 continue
             line = Line(f"{claim['measure']}" + (f" ({group})" if len(numbers) > 1 else "") + ": "
                         + ", ".join(f"{s.row} {fmt(s.value)}" for s in sides), rows=", ".join(s.row for s in sides),
-                        untrained=self._untrained_of(document, sides))
+                        untrained=untrained_rows((document, s) for s in sides))
             if "rests_on" in claim:
                 spread = max(s.value for s in sides) - min(s.value for s in sides)
                 within_margin = spread <= margin

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from reranker.formats import numbers as stored
 from reranker.formats.learning import grouped_label, not_trained
@@ -82,6 +82,7 @@ def untrained(document: Mapping, side: stored.Side) -> str | None:
     return f"{side.label(later)} is not trained: it {why}" if why else None
 
 
-def untrained_pair(ours_document: Mapping, ours: stored.Side, than_document: Mapping, than: stored.Side) -> str | None:
-    """Why either row of a compared pair did not learn ("; "-joined: both where neither did), or None."""
-    return "; ".join(why for why in (untrained(ours_document, ours), untrained(than_document, than)) if why) or None
+def untrained_rows(rows: Iterable[tuple[Mapping, stored.Side]]) -> str | None:
+    """Why any of the rows, each (its document, its side), did not learn ("; "-joined: every one that did not), or None:
+    a line over several rows reads "not trained" if one did not."""
+    return "; ".join(why for document, side in rows if (why := untrained(document, side))) or None
