@@ -305,6 +305,10 @@ def test_a_later_groups_row_is_judged_by_its_own_checkpoint():
     assert untrained(document, side("Train")) is None
     assert "ended less than 5% below its label prior" in untrained(document, side("Distilled"))
     assert "MiniLM-L6, first layer (Distilled) is not trained" in untrained(document, side("Distilled"))
+    # a loss above the prior is worse than predicting it, and says so rather than "less than 5% below"
+    above = {**document, "provenance": {"checkpoints": {row: validation(800, 0.25),
+                                                        grouped_label(row, "Distilled"): validation(800, 0.42)}}}
+    assert "ended at or above its label prior: held-out loss 0.420" in untrained(above, side("Distilled"))
     # a speed is the architecture's, learned or not: the student's queries per minute is judged
     document["machine_dependent"] = ["Queries/min"]
     assert untrained(document, stored_numbers.Side(row, "Distilled", 240.0, None, "Queries/min")) is None

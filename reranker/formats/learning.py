@@ -41,7 +41,10 @@ def not_trained(metas: Sequence[Mapping]) -> str | None:
     why = []
     if start:
         why.append("kept its untrained start (step 0)" + share(len(start)))
-    if flat:
-        why.append(f"ended less than {LEARNED_MARGIN:.0%} below its label prior" + share(len(flat)))
+    above = [v for v in flat if v["loss"] >= v["prior_loss"]]  # worse than predicting the prior: said apart from near it
+    if above:
+        why.append("ended at or above its label prior" + share(len(above)))
+    if len(flat) > len(above):
+        why.append(f"ended less than {LEARNED_MARGIN:.0%} below its label prior" + share(len(flat) - len(above)))
     mean = " (means)" if n > 1 else ""
     return f"{' and '.join(why)}: held-out loss {loss:.3f}, label prior {prior:.3f}{mean}"
