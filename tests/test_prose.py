@@ -8,7 +8,11 @@ the last test makes them again and requires them unchanged. A generated part of 
 `<!-- NAME: generated ... -->` and `<!-- end of NAME -->`) is left to the test of what writes it.
 
 Where a number may come from. The shared store is every number in results/**/*.json but
-results/ablation/, and every cell of workflow/config/source_numbers.yaml. A measurement made outside a
+results/ablation/, every cell of workflow/config/source_numbers.yaml, and every claim's margin in
+workflow/config/seed_tables.yaml (declared there once, with how it follows from the source's cells). A
+document that cites a generated index (`results/README.md`, `results/quick/README.md`) may quote what it prints
+(an effect, its interval): the index is made from the stored numbers and the last test requires it unchanged. A
+measurement made outside a
 stored run (a scratch run of an ablation, a past default a note compares with) is stored as
 results/ablation/<note>.json with its command and commit; those numbers count for their own note
 (results/ablation/<note>.md) and for any document that cites that JSON file by its path, nowhere
@@ -143,13 +147,39 @@ def load(paths: Iterable[Path]) -> Stored:
     return stored
 
 
+def _margins(value) -> Iterator[float]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "margin" and isinstance(item, (int, float)):
+                yield float(item)
+            else:
+                yield from _margins(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _margins(item)
+
+
 def stored_values() -> Stored:
-    """The shared store: results/**/*.json but the ablation records, and the sources' cells."""
+    """The shared store: results/**/*.json but the ablation records, the sources' cells and the claims' margins."""
     stored = load(p for p in (ROOT / "results").rglob("*.json") if ABLATION not in p.parents)
     sources = yaml.safe_load((ROOT / "workflow" / "config" / "source_numbers.yaml").read_text(encoding="utf-8"))
     for table in sources["tables"].values():
         for cell in table["cells"]:
             stored.add(("source",), float(cell["value"]))
+    claims = yaml.safe_load((ROOT / "workflow" / "config" / "seed_tables.yaml").read_text(encoding="utf-8"))
+    for margin in _margins(claims):
+        stored.add(("margin",), margin)
+    return stored
+
+
+def index_values(document_text: str) -> Stored:
+    """The decimals of every generated index the text cites by path (an effect, an interval, a p-value)."""
+    stored = Stored()
+    for folder in GENERATED:
+        index = folder / "README.md"
+        if str(index.relative_to(ROOT)) in document_text and index.is_file():
+            for number in DECIMAL.findall(index.read_text(encoding="utf-8")):
+                stored.add(("index",), float(number))
     return stored
 
 
@@ -213,7 +243,7 @@ def shared() -> Stored:
 
 
 def _problems(text: str, document: Path, shared: Stored) -> list[str]:
-    stored = shared.merged(load(records_for(document, text)))
+    stored = shared.merged(load(records_for(document, text))).merged(index_values(text))
     return [f"{number} (line {line})" for number, line in unmatched(text, stored)] + [
         f"{path} (line {line}): no such file" for path, line in missing_files(text)
     ]
@@ -225,6 +255,15 @@ def test_every_number_in_the_prose_is_a_stored_one(document, shared):
     assert not problems, f"{document.relative_to(ROOT)}: numbers no stored result holds, or files that are not there: " + ", ".join(
         problems
     )
+
+
+def test_an_index_number_counts_only_where_the_index_is_cited(shared):
+    """An interval the index prints passes in a note that cites the index, and fails in one that does not."""
+    printed = {n for n in DECIMAL.findall((ROOT / "results" / "README.md").read_text(encoding="utf-8"))}
+    number = next(n for n in sorted(printed) if not shared.holds(None, n))
+    text = f"the interval's bound, {number}"
+    assert _problems(text, ROOT / "docs" / "x.md", shared) == [f"{number} (line 1)"]
+    assert _problems(text + " (results/README.md)", ROOT / "docs" / "x.md", shared) == []
 
 
 def test_the_check_fails_on_a_drifted_number(shared):
