@@ -12,8 +12,7 @@ results/ablation/, every cell of workflow/config/source_numbers.yaml, and every 
 workflow/config/seed_tables.yaml (declared there once, with how it follows from the source's cells). A
 document that cites a generated index (`results/README.md`, `results/quick/README.md`) may quote what it prints
 (an effect, its interval): the index is made from the stored numbers and the last test requires it unchanged. A
-measurement made outside a
-stored run (a scratch run of an ablation, a past default a note compares with) is stored as
+measurement made outside a stored run (a scratch run of an ablation, a past default a note compares with) is stored as
 results/ablation/<note>.json with its command and commit; those numbers count for their own note
 (results/ablation/<note>.md) and for any document that cites that JSON file by its path, nowhere
 else, so that a past default's number cannot pass for today's.
